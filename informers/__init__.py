@@ -1,0 +1,1 @@
+"""informers package."""
