@@ -1,0 +1,1 @@
+"""Benchmarks: each module prints ratios against a baseline measured in the same run."""
