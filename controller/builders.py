@@ -1,0 +1,140 @@
+"""Pure builders: the exact headless Service and Pods the controller creates for a job.
+
+Both `tfjob-operator render` and the reconciler call these, so what a user previews is what runs.
+Input is a defaulted job dict (see `controller.defaults`); output is fresh dicts that share nothing
+with the input (the user's template — often an informer-cache object — is never mutated).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from controller.labels import (
+    API_VERSION,
+    CLUSTER_HASH_ANNOTATION,
+    JOB_NAME_LABEL,
+    KIND,
+    REPLICA_INDEX_LABEL,
+    REPLICA_TYPE_LABEL,
+)
+from tfconfig import (
+    DEFAULT_PORT,
+    PORT_NAME,
+    ROLES,
+    cluster_spec,
+    cluster_spec_hash,
+    pod_name,
+    role_port,
+    role_replicas,
+    tf_config_json,
+    tf_container_index,
+)
+
+# Role restart policy → pod restartPolicy. Never/ExitCode leave the decision to the controller.
+POD_RESTART_POLICY = {"OnFailure": "OnFailure", "Always": "Always", "Never": "Never", "ExitCode": "Never"}
+
+
+def owner_reference(job: Mapping[str, Any]) -> dict[str, Any]:
+    metadata = job["metadata"]
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "name": metadata["name"],
+        "uid": metadata.get("uid", ""),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def _owned_metadata(job: Mapping[str, Any], name: str, labels: dict[str, str], annotations: dict[str, str]) -> dict:
+    metadata: dict[str, Any] = {
+        "name": name,
+        "namespace": job["metadata"].get("namespace") or "default",
+        "labels": labels,
+    }
+    if annotations:
+        metadata["annotations"] = annotations
+    # Without a uid (an offline `render`) there is nothing to own yet; the controller always has one.
+    if job["metadata"].get("uid"):
+        metadata["ownerReferences"] = [owner_reference(job)]
+    return metadata
+
+
+def service_ports(job: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One port per distinct TF port among the roles present (usually just 2222)."""
+    spec = job["spec"]
+    ports = sorted({role_port(spec[role]) for role in ROLES if role_replicas(spec, role) > 0}) or [DEFAULT_PORT]
+    if len(ports) == 1:
+        return [{"name": PORT_NAME, "port": ports[0], "targetPort": ports[0], "protocol": "TCP"}]
+    return [{"name": f"tfjob-{port}", "port": port, "targetPort": port, "protocol": "TCP"} for port in ports]
+
+
+def build_service(job: Mapping[str, Any]) -> dict[str, Any]:
+    """The job's single headless Service; pods resolve each other through it as `<pod>.<job>`."""
+    name = job["metadata"]["name"]
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _owned_metadata(job, name, {JOB_NAME_LABEL: name}, {}),
+        "spec": {
+            "clusterIP": "None",
+            # Peers must resolve before they are ready: TF servers wait for each other at start.
+            "publishNotReadyAddresses": True,
+            "selector": {JOB_NAME_LABEL: name},
+            "ports": service_ports(job),
+        },
+    }
+
+
+def build_pod(job: Mapping[str, Any], role: str, index: int, cluster_domain: str = "") -> dict[str, Any]:
+    """One pod of one role, with its TF_CONFIG, identity labels, owner and DNS identity."""
+    job_name = job["metadata"]["name"]
+    role_spec = job["spec"][role]
+    template = copy.deepcopy(role_spec["template"])
+    template_meta = template.get("metadata") or {}
+    name = pod_name(job_name, role, index)
+
+    labels = {
+        **(template_meta.get("labels") or {}),
+        JOB_NAME_LABEL: job_name,
+        REPLICA_TYPE_LABEL: role,
+        REPLICA_INDEX_LABEL: str(index),
+    }
+    cluster = cluster_spec(job, cluster_domain)
+    annotations = {**(template_meta.get("annotations") or {}), CLUSTER_HASH_ANNOTATION: cluster_spec_hash(cluster)}
+
+    pod_spec = template["spec"]
+    pod_spec["hostname"] = name
+    pod_spec["subdomain"] = job_name
+    pod_spec["restartPolicy"] = POD_RESTART_POLICY[role_spec.get("restartPolicy", "OnFailure")]
+    containers = pod_spec["containers"]
+    tf_index = tf_container_index(pod_spec)
+    containers[tf_index] = _with_tf_settings(containers[tf_index], tf_config_json(job, role, index, cluster_domain))
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": _owned_metadata(job, name, labels, annotations),
+        "spec": pod_spec,
+    }
+
+
+def _with_tf_settings(container: dict[str, Any], tf_config: str) -> dict[str, Any]:
+    """Add the TF port when the container declares none, and set TF_CONFIG (ours wins)."""
+    ports = list(container.get("ports") or [])
+    if not any(p.get("name") == PORT_NAME or p.get("containerPort") == DEFAULT_PORT for p in ports):
+        ports.append({"name": PORT_NAME, "containerPort": DEFAULT_PORT, "protocol": "TCP"})
+    env = [e for e in container.get("env") or [] if e.get("name") != "TF_CONFIG"]
+    env.append({"name": "TF_CONFIG", "value": tf_config})
+    return {**container, "ports": ports, "env": env}
+
+
+def desired_pod_keys(job: Mapping[str, Any]) -> list[tuple[str, int]]:
+    """(role, index) of every pod the job should have, in a stable order."""
+    spec = job["spec"]
+    return [(role, index) for role in ROLES for index in range(role_replicas(spec, role))]
+
+
+def build_pods(job: Mapping[str, Any], cluster_domain: str = "") -> list[dict[str, Any]]:
+    return [build_pod(job, role, index, cluster_domain) for role, index in desired_pod_keys(job)]

@@ -1,0 +1,123 @@
+"""The `tfjob-operator` command: `run` the controller, `render` what it would create, `validate` jobs.
+
+`render` and `validate` are offline and share the controller's own builders and validation, so
+their output is exactly what the running controller would do with the same job.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import yaml
+
+from controller.builders import build_pods, build_service
+from controller.defaults import apply_defaults
+from controller.documents import InputError, describe, load_documents
+from controller.validation import validate_job
+
+
+def _render(args: argparse.Namespace) -> int:
+    try:
+        documents = load_documents(args.filename)
+    except InputError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    objects: list[dict[str, Any]] = []
+    failed = False
+    for position, doc in enumerate(documents, start=1):
+        problems = validate_job(doc)
+        if problems:
+            failed = True
+            for problem in problems:
+                print(f"error: {describe(doc, position)}: {problem}", file=sys.stderr)
+            continue
+        job = apply_defaults(doc)
+        objects.append(build_service(job))
+        objects.extend(build_pods(job, args.cluster_domain))
+    if failed:
+        return 1
+    if args.output == "json":
+        print(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}, indent=2))
+    else:
+        print(yaml.safe_dump_all(objects, sort_keys=False), end="")
+    return 0
+
+
+def _validate(args: argparse.Namespace) -> int:
+    try:
+        documents = load_documents(args.filename)
+    except InputError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    failed = False
+    for position, doc in enumerate(documents, start=1):
+        problems = validate_job(doc)
+        label = describe(doc, position)
+        if problems:
+            failed = True
+            for problem in problems:
+                print(f"error: {label}: {problem}", file=sys.stderr)
+        else:
+            print(f"{label}: valid")
+    return 1 if failed else 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from controller.app import run  # imported late: `render`/`validate` need no API client
+
+    return run(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tfjob-operator", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    run = commands.add_parser("run", help="run the controller")
+    run.add_argument("--kubeconfig", help="kubeconfig file (out of cluster); default: in-cluster config")
+    run.add_argument("--context", help="kubeconfig context")
+    run.add_argument("--namespace", action="append", default=[], help="watch only this namespace (repeatable)")
+    run.add_argument("--workers", type=int, default=4, help="reconcile worker threads (default 4)")
+    run.add_argument("--qps", type=float, default=50.0, help="client-side API QPS limit (default 50)")
+    run.add_argument("--burst", type=int, default=100, help="client-side API burst (default 100)")
+    run.add_argument("--leader-elect", action="store_true", help="use a Lease so only one replica reconciles")
+    run.add_argument("--leader-election-namespace", default="", help="namespace of the Lease (default: own)")
+    run.add_argument("--leader-election-id", default="tfjob-operator", help="name of the Lease")
+    run.add_argument("--lease-duration", type=float, default=15.0)
+    run.add_argument("--renew-deadline", type=float, default=10.0)
+    run.add_argument("--retry-period", type=float, default=2.0)
+    run.add_argument("--metrics-addr", default=":8080", help="Prometheus /metrics address ('0' to disable)")
+    run.add_argument("--health-addr", default=":8081", help="/healthz and /readyz address ('0' to disable)")
+    run.add_argument("--cluster-domain", default="", help="cluster DNS domain appended to TF_CONFIG addresses")
+    run.add_argument("--resync", type=float, default=300.0, help="informer resync period in seconds (0: off)")
+    run.add_argument("--log-format", choices=["json", "console"], default=None, help="default: console on a tty")
+    run.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    run.set_defaults(func=_run)
+
+    render = commands.add_parser("render", help="print the Service and Pods the controller would create")
+    render.add_argument("-f", "--filename", required=True, help="job file (YAML or JSON; '-' for stdin)")
+    render.add_argument("-o", "--output", choices=["yaml", "json"], default="yaml")
+    render.add_argument("--cluster-domain", default="")
+    render.set_defaults(func=_render)
+
+    validate = commands.add_parser("validate", help="check job files as admission would, and more")
+    validate.add_argument("-f", "--filename", required=True, help="job file (YAML or JSON; '-' for stdin)")
+    validate.set_defaults(func=_validate)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,53 @@
+"""Read TensorFlowJob documents from a YAML/JSON file (or stdin) for `render` and `validate`.
+
+Every way a file can be unusable — unreadable, not YAML, empty, not a mapping — becomes one
+`InputError` with a single clear line; the CLI prints it instead of a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import yaml
+
+
+class InputError(Exception):
+    """A file that cannot be read as Kubernetes documents."""
+
+
+def load_documents(path: str) -> list[Any]:
+    try:
+        text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()  # noqa: SIM115
+    except OSError as error:
+        raise InputError(f"{path}: cannot read: {error.strerror or error}") from error
+    except UnicodeDecodeError as error:
+        raise InputError(f"{path}: not a text file ({error.reason})") from error
+    try:
+        documents = [doc for doc in yaml.safe_load_all(text) if doc is not None]
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise InputError(f"{path}: not valid YAML{where}: {problem}") from error
+    if not documents:
+        raise InputError(f"{path}: no documents found")
+    # A `kind: List` wrapper (what `kubectl get -o yaml` prints) is unwrapped.
+    flat: list[Any] = []
+    for doc in documents:
+        if isinstance(doc, dict) and doc.get("kind") == "List" and isinstance(doc.get("items"), list):
+            flat.extend(doc["items"])
+        else:
+            flat.append(doc)
+    return flat
+
+
+def describe(doc: Any, position: int) -> str:
+    """A short name for a document in messages: `TensorFlowJob team-a/mnist` or `document 2`."""
+    if isinstance(doc, dict):
+        meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+        name = meta.get("name")
+        if name:
+            namespace = meta.get("namespace")
+            return f"{doc.get('kind', 'object')} {namespace + '/' if namespace else ''}{name}"
+    return f"document {position}"

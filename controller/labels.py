@@ -1,0 +1,31 @@
+"""The names the operator stamps on what it creates: API coordinates, labels and annotations.
+
+Kept in one place because the builders write them, the informers select on them and the
+reconciler reads them back; a typo in any one of those would silently orphan pods.
+"""
+
+from __future__ import annotations
+
+GROUP = "kubeflow.org"
+VERSION = "v1"
+API_VERSION = f"{GROUP}/{VERSION}"
+KIND = "TensorFlowJob"
+PLURAL = "tensorflowjobs"
+
+PREFIX = "tensorflowjob.kubeflow.org"
+JOB_NAME_LABEL = f"{PREFIX}/job-name"
+REPLICA_TYPE_LABEL = f"{PREFIX}/replica-type"
+REPLICA_INDEX_LABEL = f"{PREFIX}/replica-index"
+CLUSTER_HASH_ANNOTATION = f"{PREFIX}/cluster-spec-hash"
+
+FIELD_MANAGER = "tfjob-operator"
+
+
+def job_selector(job_name: str) -> str:
+    """Label selector (string form) for every pod of one job."""
+    return f"{JOB_NAME_LABEL}={job_name}"
+
+
+def role_selector(job_name: str, role: str) -> str:
+    """Label selector (string form) for the pods of one role of one job."""
+    return f"{JOB_NAME_LABEL}={job_name},{REPLICA_TYPE_LABEL}={role}"

@@ -1,0 +1,222 @@
+"""Validate a TensorFlowJob the way admission does, plus what admission cannot know.
+
+Three layers, all reporting `Problem(path, message)` with a dotted field path:
+1. shape: apiVersion/kind/name;
+2. the CRD's own OpenAPI schema (one source of truth) through `jsonschema`, made strict the way
+   the API server's field validation is (unknown fields are errors);
+3. the CEL rules of the CRD re-stated in Python (the same wording), and semantic checks that need
+   the defaulted job (ports, success policy against the roles present).
+Every message says what is wrong and what is allowed, so `tfjob-operator validate` and the job's
+`Failed` condition can show it as is.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import jsonschema
+
+from controller.crd import job_schema
+from controller.defaults import apply_defaults
+from controller.labels import API_VERSION, KIND
+from tfconfig import ROLES, role_port, role_replicas
+
+DNS_1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+MAX_DNS_LABEL = 63
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+def validate_job(job: Any) -> list[Problem]:
+    """Every problem found in one job document; empty when it is valid."""
+    if not isinstance(job, Mapping):
+        return [Problem("", f"a TensorFlowJob must be a mapping, got {_json_type(job)}")]
+    problems = _check_identity(job)
+    problems += _check_schema(job)
+    if problems:
+        return problems
+    return _check_semantics(apply_defaults(job))
+
+
+def _check_identity(job: Mapping[str, Any]) -> list[Problem]:
+    problems = []
+    if job.get("apiVersion") != API_VERSION:
+        problems.append(Problem("apiVersion", f"must be {API_VERSION!r}, got {job.get('apiVersion')!r}"))
+    if job.get("kind") != KIND:
+        problems.append(Problem("kind", f"must be {KIND!r}, got {job.get('kind')!r}"))
+    name = (job.get("metadata") or {}).get("name") if isinstance(job.get("metadata"), Mapping) else None
+    if not isinstance(name, str) or not name:
+        problems.append(Problem("metadata.name", "required: the job needs a name"))
+    return problems
+
+
+# ---- schema -------------------------------------------------------------------------------------
+
+# JSON Schema (draft 6+) counts 1.0 as an integer; Kubernetes does not.
+_KubernetesValidator = jsonschema.validators.extend(
+    jsonschema.Draft7Validator,
+    type_checker=jsonschema.Draft7Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool)
+    ),
+)
+
+
+@functools.cache
+def _strict_validator() -> jsonschema.protocols.Validator:
+    return _KubernetesValidator(_strict(job_schema()))
+
+
+def _strict(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """Translate the structural schema's Kubernetes extensions into plain JSON Schema."""
+    out = {k: copy.deepcopy(v) for k, v in schema.items() if not k.startswith("x-kubernetes-")}
+    if schema.get("x-kubernetes-int-or-string"):
+        out["type"] = ["integer", "string"]
+    if out.get("nullable") and isinstance(out.get("type"), str):
+        out["type"] = [out["type"], "null"]
+    out.pop("nullable", None)
+    out.pop("default", None)
+    if "properties" in out:
+        out["properties"] = {name: _strict(sub) for name, sub in out["properties"].items()}
+        if not schema.get("x-kubernetes-preserve-unknown-fields") and "additionalProperties" not in out:
+            out["additionalProperties"] = False
+    if isinstance(out.get("additionalProperties"), Mapping):
+        out["additionalProperties"] = _strict(out["additionalProperties"])
+    if isinstance(out.get("items"), Mapping):
+        out["items"] = _strict(out["items"])
+    return out
+
+
+def _check_schema(job: Mapping[str, Any]) -> list[Problem]:
+    errors = sorted(_strict_validator().iter_errors(job), key=lambda e: (list(map(str, e.absolute_path)), e.validator))
+    return [_problem_from_schema_error(error) for error in errors]
+
+
+def _problem_from_schema_error(error: jsonschema.ValidationError) -> Problem:
+    path = _field_path(error.absolute_path)
+    value = error.instance
+    keyword = error.validator
+    if keyword == "required":
+        missing = re.search(r"'([^']+)' is a required property", error.message)
+        field = missing.group(1) if missing else "?"
+        return Problem(_join(path, field), "required field is missing")
+    if keyword == "additionalProperties":
+        allowed = sorted((error.schema.get("properties") or {}).keys())
+        unknown = sorted(set(value) - set(allowed)) if isinstance(value, Mapping) else []
+        shown = ", ".join(allowed[:12]) + (", ..." if len(allowed) > 12 else "")
+        return Problem(_join(path, ",".join(unknown)), f"unknown field; allowed here: {shown}")
+    if keyword == "enum":
+        allowed = ", ".join(repr(v) for v in error.validator_value)
+        return Problem(path, f"{value!r} is not allowed; must be one of {allowed}")
+    if keyword == "type":
+        expected = error.validator_value
+        expected_text = " or ".join(expected) if isinstance(expected, list) else expected
+        return Problem(path, f"must be of type {expected_text}, got {_json_type(value)} ({_short(value)})")
+    if keyword == "minimum":
+        return Problem(path, f"{value} is below the minimum of {error.validator_value}")
+    if keyword == "maximum":
+        return Problem(path, f"{value} is above the maximum of {error.validator_value}{_maximum_hint(path)}")
+    if keyword == "minItems":
+        return Problem(path, f"needs at least {error.validator_value} item(s)")
+    if keyword == "maxItems":
+        return Problem(path, f"has more than the maximum of {error.validator_value} items")
+    return Problem(path, error.message)
+
+
+def _maximum_hint(path: str) -> str:
+    if path in ("spec.chief.replicas", "spec.evaluator.replicas"):
+        return f" (a job has at most one {path.split('.')[1]})"
+    return ""
+
+
+# ---- semantics (the CEL rules, and what needs the defaulted job) ----------------------------------
+
+def _check_semantics(job: Mapping[str, Any]) -> list[Problem]:
+    spec = job["spec"]
+    name = job["metadata"]["name"]
+    problems: list[Problem] = []
+    if role_replicas(spec, "chief") == 0 and role_replicas(spec, "worker") == 0:
+        problems.append(Problem("spec", "at least one of spec.chief or spec.worker must have replicas > 0"))
+    if not DNS_1035_LABEL.match(name) or len(name) > MAX_DNS_LABEL:
+        problems.append(Problem(
+            "metadata.name",
+            f"{name!r} must be a DNS-1035 label (lower case letters, digits and '-', starting with a letter, "
+            "at most 63 characters): it names the job's headless Service",
+        ))
+    for role in ROLES:
+        problems += _check_role(name, spec, role)
+    if spec.get("successPolicy") == "AllWorkers" and role_replicas(spec, "worker") == 0:
+        problems.append(Problem("spec.successPolicy", "AllWorkers needs spec.worker with replicas > 0"))
+    return problems
+
+
+def _check_role(job_name: str, spec: Mapping[str, Any], role: str) -> list[Problem]:
+    replicas = role_replicas(spec, role)
+    if role not in spec:
+        return []
+    problems = []
+    longest = f"{job_name}-{role}-{max(replicas - 1, 0)}"
+    if replicas > 0 and len(longest) > MAX_DNS_LABEL:
+        problems.append(Problem(
+            "metadata.name",
+            f"is too long: the pod name {longest!r} has {len(longest)} characters, at most 63 are allowed "
+            f"(it is the pod's hostname)",
+        ))
+    containers = spec[role]["template"]["spec"]["containers"]
+    for index, container in enumerate(containers):
+        if not container.get("image"):
+            problems.append(Problem(
+                f"spec.{role}.template.spec.containers[{index}].image",
+                "every container in template.spec.containers needs an image",
+            ))
+    port = role_port(spec[role])
+    if not 1 <= port <= 65535:
+        problems.append(Problem(f"spec.{role}.template.spec.containers", f"tfjob-port {port} is not a valid port (1-65535)"))
+    return problems
+
+
+# ---- helpers ---------------------------------------------------------------------------------
+
+def _field_path(parts: Iterable[Any]) -> str:
+    path = ""
+    for part in parts:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path
+
+
+def _join(path: str, field: str) -> str:
+    return f"{path}.{field}" if path else field
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, Mapping):
+        return "object"
+    return type(value).__name__
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
