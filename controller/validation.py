@@ -182,7 +182,9 @@ def _check_role(job_name: str, spec: Mapping[str, Any], role: str) -> list[Probl
             ))
     port = role_port(spec[role])
     if not 1 <= port <= 65535:
-        problems.append(Problem(f"spec.{role}.template.spec.containers", f"tfjob-port {port} is not a valid port (1-65535)"))
+        problems.append(Problem(
+            f"spec.{role}.template.spec.containers", f"tfjob-port {port} is not a valid port (1-65535)"
+        ))
     return problems
 
 

@@ -190,7 +190,8 @@ def build_crd(openapi: dict[str, Any]) -> dict[str, Any]:
         "properties": spec_props,
         "x-kubernetes-validations": [
             {
-                "rule": "(has(self.chief) && self.chief.replicas > 0) || (has(self.worker) && self.worker.replicas > 0)",
+                "rule": "(has(self.chief) && self.chief.replicas > 0) || "
+                "(has(self.worker) && self.worker.replicas > 0)",
                 "message": "at least one of spec.chief or spec.worker must have replicas > 0",
             },
         ],
