@@ -1,1 +1,41 @@
-"""workqueue package."""
+"""A rate-limited work queue with client-go's ``util/workqueue`` semantics, for Python threads.
+
+``RateLimitingQueue`` is what a controller uses: informer handlers ``add`` keys, workers
+``get``/``done`` them, failed keys go back with ``add_rate_limited`` and successful ones are
+``forget``-ten. ``Queue`` and ``DelayingQueue`` are the layers underneath. Clocks are
+injectable (``FakeClock`` for tests) and metrics go through a ``MetricsProvider``.
+"""
+
+from workqueue.clock import Clock, FakeClock, RealClock
+from workqueue.delaying import DelayingQueue
+from workqueue.metrics import MetricsProvider, NoopMetricsProvider, PrometheusMetricsProvider
+from workqueue.queue import Queue
+from workqueue.rate_limiters import (
+    BucketRateLimiter,
+    ItemExponentialFailureRateLimiter,
+    ItemFastSlowRateLimiter,
+    MaxOfRateLimiter,
+    RateLimiter,
+    WithMaxWaitRateLimiter,
+    default_controller_rate_limiter,
+)
+from workqueue.rate_limiting import RateLimitingQueue
+
+__all__ = [
+    "BucketRateLimiter",
+    "Clock",
+    "DelayingQueue",
+    "FakeClock",
+    "ItemExponentialFailureRateLimiter",
+    "ItemFastSlowRateLimiter",
+    "MaxOfRateLimiter",
+    "MetricsProvider",
+    "NoopMetricsProvider",
+    "PrometheusMetricsProvider",
+    "Queue",
+    "RateLimiter",
+    "RateLimitingQueue",
+    "RealClock",
+    "WithMaxWaitRateLimiter",
+    "default_controller_rate_limiter",
+]
