@@ -229,8 +229,8 @@ def build_crd(openapi: dict[str, Any]) -> dict[str, Any]:
             "replicaStatuses": {"type": "object", "additionalProperties": replica_status},
             "startTime": {"type": "string", "format": "date-time"},
             "completionTime": {"type": "string", "format": "date-time"},
-            "lastReconcileTime": {"type": "string", "format": "date-time"},
             "restartCount": {"type": "integer", "format": "int32"},
+            "retriedFailures": {"type": "integer", "format": "int32"},
             "observedGeneration": {"type": "integer", "format": "int64"},
         },
     }

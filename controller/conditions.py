@@ -1,0 +1,76 @@
+"""Job conditions: one entry per type, with the exclusivity rules of DESIGN §4.
+
+`Succeeded` and `Failed` are terminal and exclusive, and neither stands beside `Running=True`;
+`Running` and `Restarting` are never both True. `lastTransitionTime` moves only when the status
+flips; `lastUpdateTime` when the reason or message changes. `state` is the type of the condition
+that describes the job now, for `kubectl get` columns.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+CREATED = "Created"
+RUNNING = "Running"
+RESTARTING = "Restarting"
+SUCCEEDED = "Succeeded"
+FAILED = "Failed"
+SUSPENDED = "Suspended"
+
+# Highest first: the first True one names the state.
+STATE_PRECEDENCE = (FAILED, SUCCEEDED, SUSPENDED, RESTARTING, RUNNING, CREATED)
+
+
+def find(conditions: list[Mapping[str, Any]], kind: str) -> Mapping[str, Any] | None:
+    return next((c for c in conditions if c.get("type") == kind), None)
+
+
+def is_true(conditions: list[Mapping[str, Any]], kind: str) -> bool:
+    condition = find(conditions, kind)
+    return bool(condition) and condition.get("status") == "True"
+
+
+def set_condition(
+    conditions: list[dict[str, Any]], kind: str, status: bool, reason: str, message: str, now: str
+) -> bool:
+    """Set one condition in place (keeping list order); True when anything changed."""
+    value = "True" if status else "False"
+    existing = next((c for c in conditions if c.get("type") == kind), None)
+    if existing is None:
+        conditions.append({
+            "type": kind, "status": value, "reason": reason, "message": message,
+            "lastTransitionTime": now, "lastUpdateTime": now,
+        })
+        return True
+    changed = False
+    if existing.get("status") != value:
+        existing["status"] = value
+        existing["lastTransitionTime"] = now
+        changed = True
+    if existing.get("reason") != reason or existing.get("message") != message:
+        existing["reason"] = reason
+        existing["message"] = message
+        changed = True
+    if changed:
+        existing["lastUpdateTime"] = now
+    return changed
+
+
+def set_false_if_present(conditions: list[dict[str, Any]], kind: str, reason: str, message: str, now: str) -> bool:
+    """Turn a condition False, but do not add it when it never existed."""
+    if find(conditions, kind) is None or not is_true(conditions, kind):
+        return False
+    return set_condition(conditions, kind, False, reason, message, now)
+
+
+def state(conditions: list[Mapping[str, Any]]) -> str:
+    for kind in STATE_PRECEDENCE:
+        if is_true(conditions, kind):
+            return kind
+    return ""
+
+
+def copy_conditions(status: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return copy.deepcopy(list(status.get("conditions") or []))

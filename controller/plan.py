@@ -1,0 +1,456 @@
+"""The lifecycle rules of DESIGN §4 as one pure function: observed state in, a plan out.
+
+`plan_job(job, pods, service, ...)` looks at one job and the pods and Service it owns (from the
+informer cache) and decides everything: which pods and Service to create or delete, the full new
+status, events to emit, when to look again (deadlines and TTLs fire through `requeue_after`, not a
+periodic resync), and whether the job itself is due for deletion. It performs no I/O and reads no
+clock, so every rule is tested with plain dicts; `controller.reconciler` carries the plan out.
+
+Decisions where the design leaves room (documented in the README):
+* Running = every desired pod that has not succeeded exists, is Running and has the current
+  TF_CONFIG. While pods are being replaced the job is Restarting (Running False).
+* A retried failure counts once per failed pod (and container restarts done in place by the
+  kubelet count too); the job fails when the count exceeds backoffLimit.
+* A pod stuck terminating on a NotReady/unreachable node is force-deleted FORCE_DELETE_AFTER seconds
+  past its deletionTimestamp (which already includes its grace period).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from controller import conditions as cond
+from controller import podstate
+from controller.builders import build_pod, build_service, desired_pod_keys
+from controller.labels import role_selector
+from controller.timeutil import format_time, parse_time
+from controller.validation import validate_job
+from tfconfig import ROLES, cluster_spec, cluster_spec_hash, role_replicas
+
+FORCE_DELETE_AFTER = 15.0
+"""Seconds past a pod's deletionTimestamp before a pod on a dead node is force-deleted."""
+
+NOT_READY = False
+
+
+@dataclass(frozen=True)
+class Event:
+    type: str  # Normal | Warning
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class PodDeletion:
+    pod: Mapping[str, Any]
+    reason: str
+    force: bool = False
+
+
+@dataclass
+class Plan:
+    create_pods: list[dict[str, Any]] = field(default_factory=list)
+    delete_pods: list[PodDeletion] = field(default_factory=list)
+    create_service: dict[str, Any] | None = None
+    delete_service: Mapping[str, Any] | None = None
+    status: dict[str, Any] = field(default_factory=dict)
+    events: list[Event] = field(default_factory=list)
+    requeue_after: float | None = None
+    delete_job: bool = False
+
+    def requeue_in(self, seconds: float) -> None:
+        seconds = max(seconds, 0.0)
+        self.requeue_after = seconds if self.requeue_after is None else min(self.requeue_after, seconds)
+
+
+@dataclass
+class Observed:
+    """What the cache says about one job's children, sorted into slots."""
+
+    by_slot: dict[tuple[str, int], list[Mapping[str, Any]]]
+    strays: list[Mapping[str, Any]]  # ours, but with labels that name no slot
+
+    @classmethod
+    def sort(cls, pods: list[Mapping[str, Any]]) -> Observed:
+        by_slot: dict[tuple[str, int], list[Mapping[str, Any]]] = {}
+        strays = []
+        for pod in pods:
+            key = podstate.slot(pod)
+            if key is None:
+                strays.append(pod)
+            else:
+                by_slot.setdefault(key, []).append(pod)
+        return cls(by_slot, strays)
+
+    def all(self) -> list[Mapping[str, Any]]:
+        return [p for pods in self.by_slot.values() for p in pods] + self.strays
+
+
+def plan_job(
+    job: Mapping[str, Any],
+    pods: list[Mapping[str, Any]],
+    service: Mapping[str, Any] | None,
+    *,
+    now: datetime,
+    node_ready: Callable[[str], bool | None] = lambda _name: True,
+    pending_deletes: frozenset[str] = frozenset(),
+    cluster_domain: str = "",
+) -> Plan:
+    """Decide what to do for one (defaulted) job. `pending_deletes` holds UIDs of pods this
+    controller already deleted whose deletion the cache has not shown yet: they are treated as
+    terminating so a stale cache never counts one failure twice."""
+    return _Planner(job, pods, service, now, node_ready, pending_deletes, cluster_domain).plan()
+
+
+class _Planner:
+    def __init__(
+        self,
+        job: Mapping[str, Any],
+        pods: list[Mapping[str, Any]],
+        service: Mapping[str, Any] | None,
+        now: datetime,
+        node_ready: Callable[[str], bool | None],
+        pending_deletes: frozenset[str],
+        cluster_domain: str,
+    ) -> None:
+        self.job = job
+        self.spec = job["spec"]
+        self.name = job["metadata"]["name"]
+        self.observed = Observed.sort(pods)
+        self.service = service
+        self.now = now
+        self.stamp = format_time(now)
+        self.node_ready = node_ready
+        self.pending_deletes = pending_deletes
+        self.cluster_domain = cluster_domain
+        self.status: dict[str, Any] = copy.deepcopy(dict(job.get("status") or {}))
+        self.conditions = cond.copy_conditions(self.status)
+        self.out = Plan()
+        self.deleting: set[str] = set()  # pod UIDs this plan deletes
+
+    # ---- entry ---------------------------------------------------------------------------------
+
+    def plan(self) -> Plan:
+        if cond.find(self.conditions, cond.CREATED) is None:
+            self._condition(cond.CREATED, True, "JobCreated", f"TensorFlowJob {self.name} is created.")
+        if cond.is_true(self.conditions, cond.SUCCEEDED) or cond.is_true(self.conditions, cond.FAILED):
+            self._finished()
+        else:
+            self._active()
+        return self._finish_status()
+
+    def _active(self) -> None:
+        problems = validate_job(self.job)
+        if problems:
+            self._fail("InvalidSpec", "; ".join(str(p) for p in problems))
+            return
+        if self.spec.get("suspend"):
+            self._suspend()
+            return
+        if cond.is_true(self.conditions, cond.SUSPENDED):
+            self._condition(cond.SUSPENDED, False, "Resumed", f"TensorFlowJob {self.name} is resumed.")
+            self.out.events.append(Event("Normal", "Resumed", f"TensorFlowJob {self.name} is resumed."))
+            self.status.pop("startTime", None)
+            self.status.pop("completionTime", None)
+        if self._deadline_passed():
+            return
+        self._handle_terminating()
+        if self._succeeded():
+            return
+        if self._failures():
+            return
+        self._rescale()
+        self._create_missing()
+        self._running_condition()
+
+    # ---- finished jobs: cleanup and TTL --------------------------------------------------------
+
+    def _finished(self) -> None:
+        succeeded = cond.is_true(self.conditions, cond.SUCCEEDED)
+        self._cleanup(succeeded)
+        self._handle_terminating()
+        ttl = self.spec.get("ttlSecondsAfterFinished")
+        finished_at = parse_time(self.status.get("completionTime")) or self.now
+        if isinstance(ttl, int):
+            remaining = (finished_at + timedelta(seconds=ttl) - self.now).total_seconds()
+            if remaining <= 0:
+                self.out.delete_job = True
+                self.out.events.append(Event("Normal", "TTLExpired",
+                                             f"TensorFlowJob {self.name} finished {ttl}s ago; deleting it."))
+            else:
+                self.out.requeue_in(remaining)
+
+    def _cleanup(self, succeeded: bool) -> None:
+        """Failed jobs delete active pods; finished pods then follow cleanPodPolicy."""
+        policy = self.spec.get("cleanPodPolicy", "Running")
+        for pod in self._live_pods():
+            still_running = podstate.is_active(pod) and (policy != "None" or not succeeded)
+            if still_running or policy == "All":
+                self._delete(pod, "JobFinished")
+        if policy == "All" and self.service is not None and not self.service["metadata"].get("deletionTimestamp"):
+            self.out.delete_service = self.service
+
+    # ---- suspend ---------------------------------------------------------------------------------
+
+    def _suspend(self) -> None:
+        for pod in self._live_pods():
+            self._delete(pod, "Suspended")
+        if self.service is not None and not self.service["metadata"].get("deletionTimestamp"):
+            self.out.delete_service = self.service
+        message = f"TensorFlowJob {self.name} is suspended: it has no pods until spec.suspend is false."
+        if self._condition(cond.SUSPENDED, True, "Suspended", message):
+            self.out.events.append(Event("Normal", "Suspended", message))
+        self._condition_false(cond.RUNNING, "Suspended", message)
+        self._condition_false(cond.RESTARTING, "Suspended", message)
+
+    # ---- deadline ------------------------------------------------------------------------------
+
+    def _deadline_passed(self) -> bool:
+        limit = self.spec.get("activeDeadlineSeconds")
+        started = parse_time(self.status.get("startTime"))
+        if not isinstance(limit, int) or started is None:
+            return False
+        remaining = (started + timedelta(seconds=limit) - self.now).total_seconds()
+        if remaining > 0:
+            self.out.requeue_in(remaining)
+            return False
+        self._fail("DeadlineExceeded", f"TensorFlowJob {self.name} ran longer than activeDeadlineSeconds={limit}.")
+        return True
+
+    # ---- pods stuck terminating on dead nodes --------------------------------------------------
+
+    def _handle_terminating(self) -> None:
+        for pod in self.observed.all():
+            if not podstate.is_terminating(pod) or podstate.uid(pod) in self.deleting:
+                continue
+            node = podstate.node_name(pod)
+            if not node or self.node_ready(node) is not NOT_READY:
+                continue
+            deadline = parse_time(pod["metadata"]["deletionTimestamp"]) or self.now
+            remaining = (deadline + timedelta(seconds=FORCE_DELETE_AFTER) - self.now).total_seconds()
+            if remaining <= 0:
+                self._delete(pod, "NodeNotReady", force=True)
+            else:
+                self.out.requeue_in(remaining)
+
+    # ---- success -------------------------------------------------------------------------------
+
+    def _succeeded(self) -> bool:
+        spec = self.spec
+        if role_replicas(spec, "chief") > 0:
+            done, who = self._slot_succeeded("chief", 0), "chief"
+        elif spec.get("successPolicy") == "AllWorkers":
+            done = all(self._slot_succeeded("worker", i) for i in range(role_replicas(spec, "worker")))
+            who = "all workers"
+        else:
+            done, who = self._slot_succeeded("worker", 0), "worker 0"
+        if not done:
+            return False
+        message = f"TensorFlowJob {self.name} succeeded: {who} completed."
+        self._condition(cond.SUCCEEDED, True, "JobSucceeded", message)
+        self._condition_false(cond.RUNNING, "JobSucceeded", message)
+        self._condition_false(cond.RESTARTING, "JobSucceeded", message)
+        self.status["completionTime"] = self.stamp
+        self.out.events.append(Event("Normal", "JobSucceeded", message))
+        self._cleanup(succeeded=True)
+        self._requeue_for_ttl()
+        return True
+
+    def _slot_succeeded(self, role: str, index: int) -> bool:
+        return any(podstate.phase(p) == "Succeeded" for p in self.observed.by_slot.get((role, index), []))
+
+    # ---- failures ------------------------------------------------------------------------------
+
+    def _failures(self) -> bool:
+        """Handle failed pods; True when the job failed for good."""
+        retried: list[Mapping[str, Any]] = []
+        for (role, _index), pods in sorted(self.observed.by_slot.items()):
+            for pod in pods:
+                if podstate.is_terminating(pod) or podstate.uid(pod) in self.pending_deletes:
+                    continue
+                if podstate.phase(pod) != "Failed":
+                    continue
+                if podstate.is_disrupted(pod):
+                    self._delete(pod, "Disrupted")
+                    self.out.events.append(Event("Normal", "PodDisrupted", f"Pod {podstate.name(pod)} was disrupted "
+                                                 f"({(pod.get('status') or {}).get('reason', 'DisruptionTarget')}); "
+                                                 "replacing it (not counted against backoffLimit)."))
+                    continue
+                if not role_replicas(self.spec, role):
+                    continue
+                policy = self.spec[role].get("restartPolicy", "OnFailure")
+                code = podstate.exit_code(pod)
+                if policy == "Never" or (policy == "ExitCode" and code is not None and 1 <= code <= 127):
+                    why = f"exit code {code}" if code is not None else "pod failed"
+                    self._fail("ReplicaFailed", f"TensorFlowJob {self.name} failed: {role} pod {podstate.name(pod)} "
+                               f"failed ({why}) and its restartPolicy is {policy}.")
+                    return True
+                retried.append(pod)
+        restarts = self._count_restarts(retried)
+        limit = self.spec.get("backoffLimit", 6)
+        if restarts > limit:
+            self._fail("BackoffLimitExceeded", f"TensorFlowJob {self.name} has failed {restarts} times, "
+                       f"more than backoffLimit={limit}.")
+            return True
+        if not retried:
+            return False
+        names = ", ".join(podstate.name(p) for p in retried)
+        if self.spec.get("restartScope") == "All":
+            for pod in self._live_pods():
+                self._delete(pod, "RestartScopeAll")
+            message = f"Pod(s) {names} failed; restarting every pod of the job (restartScope All)."
+        else:
+            for pod in retried:
+                self._delete(pod, "PodFailed")
+            message = f"Pod(s) {names} failed; recreating (restart {restarts} of backoffLimit {limit})."
+        self._restarting("PodFailed", message)
+        return False
+
+    def _count_restarts(self, retried: list[Mapping[str, Any]]) -> int:
+        """Whole-pod failures retried by the controller plus in-place container restarts.
+
+        `retriedFailures` persists the first kind (and the in-place restarts of pods it removed);
+        live pods contribute their current container restart counts; the published count never
+        goes down (a pod deleted by someone else takes its in-place restarts with it)."""
+        base = int(self.status.get("retriedFailures") or 0)
+        base += sum(1 + podstate.container_restarts(p) for p in retried)
+        self.status["retriedFailures"] = base
+        live = sum(podstate.container_restarts(p) for p in self._live_pods() if p not in retried)
+        total = max(int(self.status.get("restartCount") or 0), base + live)
+        self.status["restartCount"] = total
+        return total
+
+    # ---- topology change -----------------------------------------------------------------------
+
+    def _rescale(self) -> None:
+        desired = set(desired_pod_keys(self.job))
+        current_hash = cluster_spec_hash(cluster_spec(self.job, self.cluster_domain))
+        stale = []
+        for key, pods in self.observed.by_slot.items():
+            for pod in pods:
+                if podstate.is_terminating(pod) or podstate.uid(pod) in self.deleting:
+                    continue
+                if key not in desired:
+                    if podstate.is_active(pod) or podstate.phase(pod) == "Failed":
+                        self._delete(pod, "ScaledDown")
+                        stale.append(pod)
+                elif podstate.is_active(pod) and podstate.cluster_hash(pod) != current_hash:
+                    self._delete(pod, "Rescaled")
+                    stale.append(pod)
+        for pod in self.observed.strays:
+            if not podstate.is_terminating(pod):
+                self._delete(pod, "Stray")
+        if stale:
+            self._restarting("Rescaled", f"The job's topology changed; {len(stale)} pod(s) are replaced "
+                             "with the new TF_CONFIG.")
+
+    # ---- creation ------------------------------------------------------------------------------
+
+    def _create_missing(self) -> None:
+        for role, index in desired_pod_keys(self.job):
+            if self.observed.by_slot.get((role, index)):
+                continue  # a pod (maybe terminating) still holds the name
+            self.out.create_pods.append(build_pod(self.job, role, index, self.cluster_domain))
+        if self.out.create_pods and not self.status.get("startTime"):
+            self.status["startTime"] = self.stamp
+            limit = self.spec.get("activeDeadlineSeconds")
+            if isinstance(limit, int):
+                self.out.requeue_in(float(limit))
+        if self.service is None:
+            self.out.create_service = build_service(self.job)
+
+    # ---- Running -------------------------------------------------------------------------------
+
+    def _running_condition(self) -> None:
+        current_hash = cluster_spec_hash(cluster_spec(self.job, self.cluster_domain))
+        all_running = not self.out.create_pods and not self.deleting
+        for role, index in desired_pod_keys(self.job):
+            pods = [p for p in self.observed.by_slot.get((role, index), []) if not podstate.is_terminating(p)]
+            if any(podstate.phase(p) == "Succeeded" for p in pods):
+                continue
+            if not any(podstate.phase(p) == "Running" and podstate.cluster_hash(p) == current_hash for p in pods):
+                all_running = False
+        if all_running:
+            message = f"TensorFlowJob {self.name} is running."
+            if self._condition(cond.RUNNING, True, "JobRunning", message):
+                self.out.events.append(Event("Normal", "JobRunning", message))
+            self._condition_false(cond.RESTARTING, "JobRunning", message)
+        elif cond.is_true(self.conditions, cond.RESTARTING):
+            self._condition_false(cond.RUNNING, "Restarting", "Pods are being replaced.")
+
+    # ---- helpers -------------------------------------------------------------------------------
+
+    def _live_pods(self) -> list[Mapping[str, Any]]:
+        return [p for p in self.observed.all()
+                if not podstate.is_terminating(p) and podstate.uid(p) not in self.deleting
+                and podstate.uid(p) not in self.pending_deletes]
+
+    def _delete(self, pod: Mapping[str, Any], reason: str, force: bool = False) -> None:
+        pod_uid = podstate.uid(pod)
+        if pod_uid in self.deleting or (pod_uid in self.pending_deletes and not force):
+            return
+        self.deleting.add(pod_uid)
+        self.out.delete_pods.append(PodDeletion(pod, reason, force))
+
+    def _restarting(self, reason: str, message: str) -> None:
+        if self._condition(cond.RESTARTING, True, reason, message):
+            self.out.events.append(Event("Warning" if reason == "PodFailed" else "Normal", reason, message))
+        self._condition_false(cond.RUNNING, reason, message)
+
+    def _fail(self, reason: str, message: str) -> None:
+        self._condition(cond.FAILED, True, reason, message)
+        self._condition_false(cond.RUNNING, reason, message)
+        self._condition_false(cond.RESTARTING, reason, message)
+        self.status["completionTime"] = self.stamp
+        self.out.events.append(Event("Warning", reason, message))
+        self._cleanup(succeeded=False)
+        self._requeue_for_ttl()
+
+    def _requeue_for_ttl(self) -> None:
+        ttl = self.spec.get("ttlSecondsAfterFinished")
+        if isinstance(ttl, int):
+            self.out.requeue_in(float(ttl))
+
+    def _condition(self, kind: str, value: bool, reason: str, message: str) -> bool:
+        return cond.set_condition(self.conditions, kind, value, reason, message, self.stamp)
+
+    def _condition_false(self, kind: str, reason: str, message: str) -> bool:
+        return cond.set_false_if_present(self.conditions, kind, reason, message, self.stamp)
+
+    def _finish_status(self) -> Plan:
+        status = self.status
+        status["conditions"] = self.conditions
+        status["state"] = cond.state(self.conditions)
+        status["replicaStatuses"] = self._replica_statuses()
+        status.setdefault("restartCount", 0)
+        generation = self.job["metadata"].get("generation")
+        if generation is not None:
+            status["observedGeneration"] = generation
+        self.out.status = status
+        return self.out
+
+    def _replica_statuses(self) -> dict[str, dict[str, Any]]:
+        result: dict[str, dict[str, Any]] = {}
+        for role in ROLES:
+            if role not in self.spec:
+                continue
+            active = succeeded = failed = 0
+            for (pod_role, _), pods in self.observed.by_slot.items():
+                if pod_role != role:
+                    continue
+                for pod in pods:
+                    if podstate.uid(pod) in self.deleting:
+                        continue
+                    if podstate.is_active(pod):
+                        active += 1
+                    elif podstate.phase(pod) == "Succeeded":
+                        succeeded += 1
+                    elif podstate.phase(pod) == "Failed" and not podstate.is_terminating(pod):
+                        failed += 1
+            result[role] = {"active": active, "succeeded": succeeded, "failed": failed,
+                            "selector": role_selector(self.name, role)}
+        return result
