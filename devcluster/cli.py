@@ -1,0 +1,117 @@
+"""`tfjob-devcluster`: the command line of the local control plane (up, down, status, ...).
+
+Each subcommand is a plain function taking the parsed arguments, registered in COMMANDS with a
+function that adds its own arguments; adding a subcommand (e.g. `demo`) means adding one entry
+there. Every command works on a cluster folder (--dir, default
+~/.cache/tfjob-operator/clusters/default), so `up` and `down` may run in different processes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+
+from .binaries import MissingBinariesError
+from .cluster import Cluster, ClusterError
+from .components import COMPONENTS, canonical
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    cluster = Cluster(args.dir)
+    started = time.monotonic()
+    cluster.up(nodes=args.nodes, cpus=args.cpus, memory=args.memory, pods=args.pods, gpus=args.gpus,
+               timeout=args.timeout)
+    print(f"devcluster up in {time.monotonic() - started:.1f}s: {cluster.api_url}, "
+          f"{len(cluster.nodes)} nodes, folder {cluster.dir}", file=sys.stderr)
+    print(f"export KUBECONFIG={cluster.kubeconfig}")
+    return 0
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    Cluster(args.dir).down()
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    cluster = Cluster(args.dir)
+    status = cluster.status()
+    running = [c for c, s in status.items() if s["running"]]
+    if not running:
+        print(f"not running ({cluster.dir})")
+        return 1
+    print(f"folder     {cluster.dir}\napi        {cluster.api_url}\nkubeconfig {cluster.kubeconfig}")
+    for component, s in status.items():
+        state = "running" if s["running"] else "STOPPED"
+        port = f"127.0.0.1:{s['port']}" if s["port"] else "-"
+        print(f"{component:<24} {state:<8} pid {s['pid'] or '-':<8} {port:<16} {s['log']}")
+    if len(running) == len(COMPONENTS):
+        print(cluster.kubectl("get", "nodes", check=False).stdout, end="")
+        return 0
+    return 1
+
+
+def cmd_kubeconfig(args: argparse.Namespace) -> int:
+    print(Cluster(args.dir).kubeconfig)
+    return 0
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    print(Cluster(args.dir).logs(canonical(args.component), tail=args.tail), end="")
+    return 0
+
+
+def _up_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--nodes", type=int, default=4, help="number of fake (KWOK) nodes (default 4)")
+    parser.add_argument("--cpus", default="32", help="CPU capacity per node (default 32)")
+    parser.add_argument("--memory", default="256Gi", help="memory capacity per node (default 256Gi)")
+    parser.add_argument("--pods", default="110", help="pod capacity per node (default 110)")
+    parser.add_argument("--gpus", type=int, default=8, help="nvidia.com/gpu per node (default 8; 0: none)")
+    parser.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for readiness")
+
+
+def _logs_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("component", help="one of " + ", ".join(COMPONENTS) + " (or apiserver, kcm, scheduler)")
+    parser.add_argument("--tail", type=int, default=None, help="only the last N lines")
+
+
+def _no_arguments(parser: argparse.ArgumentParser) -> None:
+    pass
+
+
+# name -> (function, help, adds the subcommand's own arguments)
+COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str, Callable[[argparse.ArgumentParser], None]]] = {
+    "up": (cmd_up, "start a local control plane with fake nodes", _up_arguments),
+    "down": (cmd_down, "stop it and delete its etcd data", _no_arguments),
+    "status": (cmd_status, "show its components, ports and nodes", _no_arguments),
+    "kubeconfig": (cmd_kubeconfig, "print the path of the admin kubeconfig", _no_arguments),
+    "logs": (cmd_logs, "print a component's log", _logs_arguments),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tfjob-devcluster", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, (_, help_text, add_arguments) in COMMANDS.items():
+        command_parser = sub.add_parser(name, help=help_text)
+        command_parser.add_argument("--dir", default=None,
+                                    help="cluster folder (default ~/.cache/tfjob-operator/clusters/default)")
+        add_arguments(command_parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    function = COMMANDS[args.command][0]
+    try:
+        return function(args)
+    except (ClusterError, MissingBinariesError, ValueError) as error:
+        print(f"tfjob-devcluster {args.command}: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

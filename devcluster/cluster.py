@@ -1,0 +1,445 @@
+"""`Cluster`: start, inspect, disturb and stop one local control plane (the devcluster).
+
+A devcluster is etcd + kube-apiserver + kube-controller-manager + kube-scheduler + KWOK with
+N fake nodes: real Kubernetes control-plane behaviour (admission, RBAC, scheduling, garbage
+collection, node lifecycle, evictions) without a kubelet or containers. KWOK plays the pods'
+lifecycle from the stages in devcluster/stages/ (Running; exit codes chosen by annotation;
+deletion; node NotReady).
+
+The class is shaped for two users: the `tfjob-devcluster` CLI (each command a new process, so
+all runtime facts live in the cluster folder, see state.py) and pytest fixtures that start one
+cluster per session and then disturb it on purpose (restart the apiserver or etcd, compact etcd,
+lose a node). Startup is ordered for speed on two cores: etcd, then the apiserver, then the
+controller-manager, scheduler and KWOK together, then one poll loop that waits for all of them.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from . import processes
+from .api import ApiClient, ApiError, etcd_call, probe_https
+from .binaries import find_bin_dir
+from .components import COMPONENTS, KWOK_NODE_ANNOTATION, SERVICE_IP, canonical, command, write_kwok_config
+from .pki import CLIENTS, make_pki, write_kubeconfig
+from .state import ClusterState, Layout, default_dir
+
+NOT_READY_LABEL = "node-not-ready.stage.kwok.x-k8s.io"
+LOST_HOLDER = "tfjob-devcluster/lost-node"
+PORTS = ("etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
+FALLBACK_ADVERTISE_ADDRESS = "172.31.255.254"  # any non-loopback IPv4 will do; nothing connects to it
+
+
+class ClusterError(RuntimeError):
+    """The cluster could not be started or is not in the state an operation needs."""
+
+
+class KubectlError(subprocess.CalledProcessError):
+    """kubectl exited non-zero; the message includes its stderr."""
+
+    def __str__(self) -> str:
+        return f"{' '.join(map(str, self.cmd[2:]))!s} exited {self.returncode}: {(self.stderr or '').strip()}"
+
+
+def free_ports(names: Sequence[str]) -> dict[str, int]:
+    """Distinct free TCP ports on 127.0.0.1, one per name (all probed at once, so no duplicates)."""
+    sockets = []
+    try:
+        for _ in names:
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            sockets.append(s)
+        return {name: s.getsockname()[1] for name, s in zip(names, sockets, strict=True)}
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def advertise_address() -> str:
+    """A non-loopback IPv4 address of this host for --advertise-address.
+
+    The apiserver rejects loopback; it only publishes this address in the `kubernetes` Endpoints,
+    which nothing in a devcluster dials, so a fixed private address is an acceptable fallback.
+    """
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("192.0.2.1", 9))  # UDP connect sends nothing; it only picks the route
+            ip = s.getsockname()[0]
+        if ip and not ip.startswith("127.") and ip != "0.0.0.0":
+            return ip
+    except OSError:
+        pass
+    try:
+        out = subprocess.run(["ip", "-4", "-o", "addr", "show", "scope", "global"],
+                             capture_output=True, text=True, check=False).stdout
+        for line in out.splitlines():
+            fields = line.split()
+            if "inet" in fields:
+                return fields[fields.index("inet") + 1].split("/")[0]
+    except OSError:
+        pass
+    return FALLBACK_ADVERTISE_ADDRESS
+
+
+def _etcd_data_dir(cluster_dir: Path) -> Path:
+    """A fresh 0700 folder for etcd: in RAM (/dev/shm) when possible, else in the cluster folder."""
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK):
+        return Path(tempfile.mkdtemp(prefix="tfjob-devcluster-etcd-", dir=shm))
+    path = cluster_dir / "etcd-data"
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(mode=0o700)
+    return path
+
+
+def _micro_time(when: datetime.datetime | None = None) -> str:
+    when = when or datetime.datetime.now(datetime.UTC)
+    return when.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _node_ready(node: dict[str, Any]) -> bool:
+    conditions = node.get("status", {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+class Cluster:
+    """One devcluster living in the folder `dir` (default ~/.cache/tfjob-operator/clusters/default)."""
+
+    def __init__(self, dir: str | os.PathLike[str] | None = None) -> None:
+        self.dir = Path(dir or default_dir()).expanduser().resolve()
+        self.layout = Layout(self.dir)
+        self._state = ClusterState.load(self.layout.state_file)
+
+    # ------------------------------------------------------------------ facts
+
+    @property
+    def state(self) -> ClusterState:
+        if self._state is None:
+            raise ClusterError(f"no cluster in {self.dir} (run up first)")
+        return self._state
+
+    @property
+    def kubeconfig(self) -> Path:
+        """Path of the admin (system:masters) kubeconfig."""
+        return self.layout.kubeconfig
+
+    @property
+    def bin_dir(self) -> Path:
+        """The folder of the binaries this cluster runs (found, or built, if not up yet)."""
+        return Path(self._state.bin_dir) if self._state else find_bin_dir()
+
+    @property
+    def api_url(self) -> str:
+        return f"https://127.0.0.1:{self.state.ports['kube-apiserver']}"
+
+    @property
+    def etcd_url(self) -> str:
+        return f"http://127.0.0.1:{self.state.ports['etcd']}"
+
+    @property
+    def ports(self) -> dict[str, int]:
+        return dict(self.state.ports)
+
+    @property
+    def pids(self) -> dict[str, int]:
+        return dict(self.state.pids)
+
+    @property
+    def nodes(self) -> list[str]:
+        """Names of the fake nodes created by up()."""
+        return list(self.state.nodes)
+
+    @property
+    def api(self) -> ApiClient:
+        """A standard-library client authenticated as the admin."""
+        admin = self.layout.pki
+        return ApiClient(self.api_url, admin / "ca.crt", admin / "admin.crt", admin / "admin.key")
+
+    def is_running(self, component: str) -> bool:
+        component = canonical(component)
+        if self._state is None:
+            return False
+        return processes.is_running(self._state.pids.get(component), Path(self._state.bin_dir) / component)
+
+    def status(self) -> dict[str, dict[str, Any]]:
+        """Per component: pid, whether it runs, its port (None for kwok) and log file."""
+        result = {}
+        for component in COMPONENTS:
+            result[component] = {
+                "pid": self._state.pids.get(component) if self._state else None,
+                "running": self.is_running(component),
+                "port": self._state.ports.get(component) if self._state else None,
+                "log": str(self.layout.log(component)),
+            }
+        return result
+
+    def logs(self, component: str, tail: int | None = None) -> str:
+        """The component's log (its last `tail` lines when given); '' if it has none yet."""
+        try:
+            text = self.layout.log(canonical(component)).read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+        return "\n".join(text.splitlines()[-tail:]) if tail else text
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def up(self, nodes: int = 4, cpus: str = "32", memory: str = "256Gi", pods: str = "110",
+           gpus: int = 8, timeout: float = 180.0, bin_dir: str | os.PathLike[str] | None = None) -> None:
+        """Start a fresh cluster with `nodes` fake nodes of the given capacity; wait until usable.
+
+        Usable means: apiserver /readyz, controller-manager and scheduler /healthz, every node
+        Ready and untainted, and the `default` ServiceAccount present. On any failure (also
+        KeyboardInterrupt) everything started so far is stopped again.
+        """
+        if self._state is not None and any(self.is_running(c) for c in COMPONENTS):
+            raise ClusterError(f"a cluster is already running in {self.dir}; run down first")
+        resolved_bin_dir = Path(bin_dir) if bin_dir else find_bin_dir()
+        self.dir.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(self.layout.logs, ignore_errors=True)
+        self.layout.kubeconfigs.mkdir(parents=True, exist_ok=True)
+
+        address = advertise_address()
+        state = ClusterState(
+            bin_dir=str(resolved_bin_dir),
+            advertise_address=address,
+            etcd_data_dir=str(_etcd_data_dir(self.dir)),
+            ports=free_ports(PORTS),
+            nodes=[f"kwok-node-{i}" for i in range(nodes)],
+            node_ips={f"kwok-node-{i}": f"10.240.{i // 250}.{i % 250 + 1}" for i in range(nodes)},
+            node_resources={"cpu": str(cpus), "memory": str(memory), "pods": str(pods),
+                            "ephemeral-storage": "1Ti", **({"nvidia.com/gpu": str(gpus)} if gpus else {})},
+        )
+        self._state = state
+        state.save(self.layout.state_file)
+        pki = make_pki(self.layout.pki, ["127.0.0.1", address, SERVICE_IP])
+        server = f"https://127.0.0.1:{state.ports['kube-apiserver']}"
+        write_kubeconfig(self.kubeconfig, server, pki.ca_cert, "admin", client=pki.clients["admin"])
+        for user in CLIENTS:
+            write_kubeconfig(self.layout.component_kubeconfig(user), server, pki.ca_cert, user,
+                             client=pki.clients[user])
+        write_kwok_config(self.layout)
+
+        deadline = time.monotonic() + timeout
+        try:
+            self.start_component("etcd", timeout=max(deadline - time.monotonic(), 1))
+            self.start_component("kube-apiserver", timeout=max(deadline - time.monotonic(), 1))
+            for name in state.nodes:
+                self.api.post("/api/v1/nodes", self._node_manifest(name))
+            for component in ("kube-controller-manager", "kube-scheduler", "kwok"):
+                self.start_component(component, wait=False)
+            self._wait_usable(max(deadline - time.monotonic(), 1))
+        except BaseException:
+            self.down()
+            raise
+
+    def down(self) -> None:
+        """Stop every process this cluster started (by pid, newest first) and drop etcd's data.
+
+        Logs, PKI and kubeconfigs stay in the folder for post-mortems; `up` replaces them.
+        """
+        if self._state is None:
+            return
+        for component in reversed(COMPONENTS):
+            self.stop_component(component)
+        data = Path(self._state.etcd_data_dir)
+        if data.name.startswith("tfjob-devcluster-etcd-") or data == self.dir / "etcd-data":
+            shutil.rmtree(data, ignore_errors=True)
+        self.layout.state_file.unlink(missing_ok=True)
+        self._state = None
+
+    def start_component(self, name: str, wait: bool = True, timeout: float = 90.0) -> None:
+        """Start one component (no-op if it runs); with wait, block until it is healthy."""
+        component = canonical(name)
+        if not self.is_running(component):
+            env = {**os.environ, "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
+            pid = processes.spawn(command(component, self.layout, self.state), self.layout.log(component), env)
+            self.state.pids[component] = pid
+            self.state.save(self.layout.state_file)
+        if wait:
+            self._wait({component: lambda: self._healthy(component)}, timeout)
+
+    def stop_component(self, name: str) -> None:
+        """Stop one component by its recorded pid (its whole process group)."""
+        component = canonical(name)
+        state = self.state
+        pid = state.pids.pop(component, None)
+        processes.stop(pid, Path(state.bin_dir) / component)
+        if self.layout.state_file.parent.exists() and self._state is not None:
+            state.save(self.layout.state_file)
+
+    def restart_apiserver(self, timeout: float = 90.0) -> None:
+        self.stop_component("kube-apiserver")
+        self.start_component("kube-apiserver", timeout=timeout)
+
+    def restart_etcd(self, timeout: float = 90.0) -> None:
+        """Restart etcd with its data; the apiserver reconnects on its own (and is waited for)."""
+        self.stop_component("etcd")
+        self.start_component("etcd", timeout=timeout)
+        self._wait({"kube-apiserver": lambda: self._healthy("kube-apiserver")}, timeout)
+
+    def compact_etcd(self) -> int:
+        """Compact etcd up to its current revision and return it.
+
+        Watches resumed from an older resourceVersion then get 410 Gone (once the apiserver's
+        watch cache has noticed; it relists from etcd when its own watch is compacted).
+        """
+        header = etcd_call(self.etcd_url, "/v3/kv/range", {"key": base64.b64encode(b"/").decode()})["header"]
+        revision = int(header["revision"])
+        etcd_call(self.etcd_url, "/v3/kv/compaction", {"revision": revision, "physical": True})
+        return revision
+
+    # ------------------------------------------------------------------ nodes
+
+    def set_node_ready(self, name: str, ready: bool) -> None:
+        """Make a node report NotReady (kwok's node-not-ready stage) or Ready again."""
+        value = None if ready else "true"
+        self.api.merge_patch(f"/api/v1/nodes/{name}", {"metadata": {"labels": {NOT_READY_LABEL: value}}})
+
+    def lose_node(self, name: str) -> None:
+        """Simulate a node that vanished: its heartbeats stop, kwok stops acting for it.
+
+        The node's Lease is taken over by a fake holder for a year. kwok only acts for nodes whose
+        Lease it holds, so it stops renewing it, stops updating the node and stops confirming pod
+        deletions there. After --node-monitor-grace-period (20 s) the controller-manager marks the
+        node Unknown, taints it unreachable and evicts its pods, which then stay Terminating (no
+        kubelet confirms) until they are force-deleted or the node object is deleted.
+        """
+        self.api.merge_patch(f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{name}",
+                             {"spec": {"holderIdentity": LOST_HOLDER, "leaseDurationSeconds": 365 * 24 * 3600,
+                                       "renewTime": _micro_time()}})
+
+    def recover_node(self, name: str) -> None:
+        """Undo lose_node: delete the fake Lease so kwok creates its own and manages the node again."""
+        try:
+            self.api.delete(f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{name}")
+        except ApiError as error:
+            if error.status != 404:
+                raise
+
+    def add_node(self, name: str) -> None:
+        """Create one more fake node with the cluster's node capacity (it becomes Ready by itself)."""
+        self.state.node_ips[name] = f"10.241.{len(self.state.node_ips) // 250}.{len(self.state.node_ips) % 250 + 1}"
+        self.state.save(self.layout.state_file)
+        self.api.post("/api/v1/nodes", self._node_manifest(name))
+
+    def _node_manifest(self, name: str) -> dict[str, Any]:
+        key, value = KWOK_NODE_ANNOTATION
+        resources = dict(self.state.node_resources)
+        return {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": name,
+                "annotations": {key: value, "node.alpha.kubernetes.io/ttl": "0"},
+                "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                           "kubernetes.io/arch": "amd64", "type": "kwok"},
+            },
+            "status": {"allocatable": resources, "capacity": resources,
+                       "addresses": [{"type": "InternalIP", "address": self.state.node_ips[name]},
+                                     {"type": "Hostname", "address": name}]},
+        }
+
+    # ------------------------------------------------------------------ identities and kubectl
+
+    def kubectl(self, *args: str, check: bool = True, input: str | None = None, timeout: float = 120.0,
+                kubeconfig: str | os.PathLike[str] | None = None) -> subprocess.CompletedProcess[str]:
+        """Run kubectl (admin unless kubeconfig is given) and capture its text output."""
+        argv = [str(self.bin_dir / "kubectl"), f"--kubeconfig={kubeconfig or self.kubeconfig}",
+                f"--cache-dir={self.dir / 'kubectl-cache'}", *args]
+        env = {**os.environ, "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
+        env.pop("KUBECONFIG", None)
+        result = subprocess.run(argv, input=input, capture_output=True, text=True, timeout=timeout,
+                                env=env, check=False)
+        if check and result.returncode != 0:
+            raise KubectlError(result.returncode, argv, result.stdout, result.stderr)
+        return result
+
+    def service_account_kubeconfig(self, namespace: str, name: str, expiration_seconds: int = 3600) -> Path:
+        """Write a kubeconfig that authenticates as ServiceAccount namespace/name; return its path.
+
+        The token comes from the TokenRequest API (like `kubectl create token`), so it is bound,
+        expiring and needs no Secret.
+        """
+        answer = self.api.post(f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
+                               {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                                "spec": {"expirationSeconds": expiration_seconds}})
+        path = self.layout.component_kubeconfig(f"sa-{namespace}-{name}")
+        return write_kubeconfig(path, self.api_url, self.layout.pki / "ca.crt",
+                                f"system:serviceaccount:{namespace}:{name}", token=answer["status"]["token"])
+
+    # ------------------------------------------------------------------ waiting
+
+    def _healthy(self, component: str) -> bool:
+        port = self.state.ports.get(component)
+        if component == "etcd":
+            try:
+                return etcd_call(self.etcd_url, "/health", timeout=5.0).get("health") == "true"
+            except (OSError, RuntimeError, ValueError):
+                return False
+        if component == "kube-apiserver":
+            return self.api.healthy("/readyz")
+        if component in ("kube-controller-manager", "kube-scheduler"):
+            return probe_https(f"https://127.0.0.1:{port}/healthz")
+        return True  # kwok has no endpoint; it is judged by the nodes it makes Ready
+
+    def _nodes_usable(self) -> bool:
+        items = self.api.get("/api/v1/nodes")["items"]
+        by_name = {n["metadata"]["name"]: n for n in items}
+        for name in self.state.nodes:
+            node = by_name.get(name)
+            if node is None or not _node_ready(node):
+                return False
+            if any(t.get("key", "").startswith("node.kubernetes.io/") for t in node["spec"].get("taints") or []):
+                return False
+        return True
+
+    def _default_service_account(self) -> bool:
+        try:
+            self.api.get("/api/v1/namespaces/default/serviceaccounts/default")
+        except ApiError:
+            return False
+        return True
+
+    def _wait_usable(self, timeout: float) -> None:
+        self._wait({
+            "kube-controller-manager": lambda: self._healthy("kube-controller-manager"),
+            "kube-scheduler": lambda: self._healthy("kube-scheduler"),
+            "kwok": self._nodes_usable,
+            "kube-apiserver": self._default_service_account,
+        }, timeout, nodes_msg=True)
+
+    def _wait(self, checks: dict[str, Callable[[], bool]], timeout: float, nodes_msg: bool = False) -> None:
+        """Poll every check until all pass; fail fast (with its log tail) if a component exits."""
+        pending = dict(checks)
+        deadline = time.monotonic() + timeout
+        while True:
+            for component in list(pending):
+                if not self.is_running(component):
+                    raise ClusterError(f"{component} exited; last lines of {self.layout.log(component)}:\n"
+                                       + self.logs(component, tail=30))
+                try:
+                    ok = pending[component]()
+                except (OSError, ApiError):
+                    ok = False
+                if ok:
+                    del pending[component]
+            if not pending:
+                return
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(0.25)
+        detail = "\n".join(f"--- {c} (last lines of {self.layout.log(c)}):\n{self.logs(c, tail=20)}"
+                           for c in pending)
+        what = ", ".join(c + (" (nodes Ready and untainted)" if c == "kwok" and nodes_msg else "")
+                         for c in pending)
+        raise ClusterError(f"timed out after {timeout:.0f}s waiting for {what}\n{detail}")

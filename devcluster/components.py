@@ -1,0 +1,124 @@
+"""The command line of each control-plane component, with the reason for every unusual flag.
+
+Kept apart from the orchestration (cluster.py) so the flags can be read and reviewed in one
+place. The values are tuned for fast, deterministic tests on a small machine:
+
+* etcd keeps its data in RAM (/dev/shm) and skips fsync: a test cluster is disposable.
+* kube-apiserver binds 127.0.0.1 only, but needs a non-loopback --advertise-address (it refuses
+  loopback, and without a default route it cannot pick one itself). Pods get NotReady/Unreachable
+  tolerations of 5 s (default 300 s), so evictions happen within a test's patience.
+  The ServiceAccount admission plugin stays ON, as in every real cluster: pods get a projected
+  token volume and a `default` ServiceAccount must exist in the namespace (the controller-manager
+  creates it within milliseconds; `up` and the test fixtures wait for it).
+  OwnerReferencesPermissionEnforcement is added (as on OpenShift): setting blockOwnerDeletion
+  needs permission to update the owner's finalizers, so a too-narrow operator ClusterRole
+  fails here rather than on a stricter production cluster.
+* kube-controller-manager runs the default controller set (`*`: garbage collector, namespace,
+  serviceaccount + token, node lifecycle, taint eviction, pod GC, job, replicaset, endpoints...),
+  with per-controller ServiceAccount credentials like kubeadm. Nodes are judged lost after
+  20 s without a lease renewal (default 50 s). Eviction rate limits and zone-disruption damping are
+  lifted: with 4 fake nodes, 2 NotReady nodes would otherwise count as a "partial disruption"
+  and stop evictions altogether.
+* kube-scheduler is stock.
+* kwok manages the nodes annotated kwok.x-k8s.io/node=fake with a 20 s node Lease (renewed every
+  5 s) and plays the stages in devcluster/stages/ (KWOK 0.8.0 has no built-in stages).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .state import ClusterState, Layout
+
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+ALIASES = {
+    "apiserver": "kube-apiserver",
+    "controller-manager": "kube-controller-manager",
+    "kcm": "kube-controller-manager",
+    "scheduler": "kube-scheduler",
+}
+
+SERVICE_CIDR = "10.96.0.0/16"
+SERVICE_IP = "10.96.0.1"  # the `kubernetes` Service: first address of SERVICE_CIDR
+POD_CIDR = "10.244.0.0/16"
+SA_ISSUER = "https://kubernetes.default.svc.cluster.local"
+TOLERATION_SECONDS = 5
+NODE_MONITOR_GRACE_SECONDS = 20
+NODE_LEASE_SECONDS = 20
+KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
+STAGES_DIR = Path(__file__).resolve().parent / "stages"
+
+
+def canonical(name: str) -> str:
+    """Map a component name or alias (apiserver, kcm, scheduler, ...) to its canonical name."""
+    name = ALIASES.get(name, name)
+    if name not in COMPONENTS:
+        raise ValueError(f"unknown component {name!r}; choose one of {', '.join(COMPONENTS)}")
+    return name
+
+
+def write_kwok_config(layout: Layout) -> Path:
+    """Concatenate every stage in devcluster/stages/ into the one file kwok's --config reads."""
+    documents = [p.read_text().strip() for p in sorted(STAGES_DIR.glob("*.yaml"))]
+    layout.kwok_config.write_text("\n---\n".join(documents) + "\n")
+    return layout.kwok_config
+
+
+def command(component: str, layout: Layout, state: ClusterState) -> list[str]:
+    """The argv that starts component for the cluster described by layout and state."""
+    b = Path(state.bin_dir)
+    p = state.ports
+    pki = layout.pki
+    etcd_url = f"http://127.0.0.1:{p['etcd']}"
+    if component == "etcd":
+        peer = f"http://127.0.0.1:{p['etcd-peer']}"
+        return [str(b / "etcd"), "--name=devcluster", f"--data-dir={state.etcd_data_dir}",
+                f"--listen-client-urls={etcd_url}", f"--advertise-client-urls={etcd_url}",
+                f"--listen-peer-urls={peer}", f"--initial-advertise-peer-urls={peer}",
+                f"--initial-cluster=devcluster={peer}", "--unsafe-no-fsync=true",
+                "--log-level=warn", "--quota-backend-bytes=4294967296"]
+    if component == "kube-apiserver":
+        return [str(b / "kube-apiserver"), f"--etcd-servers={etcd_url}",
+                "--bind-address=127.0.0.1", f"--secure-port={p['kube-apiserver']}",
+                f"--advertise-address={state.advertise_address}",
+                f"--cert-dir={pki}", f"--tls-cert-file={pki / 'apiserver.crt'}",
+                f"--tls-private-key-file={pki / 'apiserver.key'}", f"--client-ca-file={pki / 'ca.crt'}",
+                f"--service-account-issuer={SA_ISSUER}", f"--service-account-key-file={pki / 'sa.pub'}",
+                f"--service-account-signing-key-file={pki / 'sa.key'}",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
+                f"--requestheader-client-ca-file={pki / 'front-proxy-ca.crt'}",
+                "--requestheader-allowed-names=front-proxy-client",
+                "--requestheader-username-headers=X-Remote-User", "--requestheader-group-headers=X-Remote-Group",
+                "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+                f"--proxy-client-cert-file={pki / 'front-proxy-client.crt'}",
+                f"--proxy-client-key-file={pki / 'front-proxy-client.key'}",
+                "--authorization-mode=RBAC", "--allow-privileged=true", "--profiling=false",
+                "--enable-admission-plugins=OwnerReferencesPermissionEnforcement",
+                f"--default-not-ready-toleration-seconds={TOLERATION_SECONDS}",
+                f"--default-unreachable-toleration-seconds={TOLERATION_SECONDS}"]
+    if component == "kube-controller-manager":
+        kubeconfig = layout.component_kubeconfig("kube-controller-manager")
+        return [str(b / "kube-controller-manager"), f"--kubeconfig={kubeconfig}",
+                f"--authentication-kubeconfig={kubeconfig}", f"--authorization-kubeconfig={kubeconfig}",
+                "--bind-address=127.0.0.1", f"--secure-port={p['kube-controller-manager']}",
+                "--leader-elect=false", "--controllers=*", "--use-service-account-credentials=true",
+                f"--service-account-private-key-file={pki / 'sa.key'}", f"--root-ca-file={pki / 'ca.crt'}",
+                f"--cluster-signing-cert-file={pki / 'ca.crt'}", f"--cluster-signing-key-file={pki / 'ca.key'}",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
+                "--node-monitor-period=2s", f"--node-monitor-grace-period={NODE_MONITOR_GRACE_SECONDS}s",
+                "--node-eviction-rate=100", "--secondary-node-eviction-rate=100",
+                "--unhealthy-zone-threshold=1", "--large-cluster-size-threshold=1",
+                "--kube-api-qps=100", "--kube-api-burst=200", "--profiling=false"]
+    if component == "kube-scheduler":
+        kubeconfig = layout.component_kubeconfig("kube-scheduler")
+        return [str(b / "kube-scheduler"), f"--kubeconfig={kubeconfig}",
+                f"--authentication-kubeconfig={kubeconfig}", f"--authorization-kubeconfig={kubeconfig}",
+                "--bind-address=127.0.0.1", f"--secure-port={p['kube-scheduler']}",
+                "--leader-elect=false", "--profiling=false"]
+    if component == "kwok":
+        key, value = KWOK_NODE_ANNOTATION
+        return [str(b / "kwok"), f"--kubeconfig={layout.component_kubeconfig('kwok')}",
+                f"--config={layout.kwok_config}",
+                f"--manage-nodes-with-annotation-selector={key}={value}",
+                f"--node-lease-duration-seconds={NODE_LEASE_SECONDS}", f"--cidr={POD_CIDR}"]
+    raise ValueError(f"unknown component {component!r}")

@@ -1,0 +1,86 @@
+"""Where a devcluster keeps its files, and the runtime facts (ports, pids) it records on disk.
+
+A cluster is a folder: PKI, kubeconfigs, component logs, the KWOK stage config and state.json.
+Recording pids and ports in the folder (not only in the Python object that started them) is
+what lets `tfjob-devcluster down` or `status` run in a different process from `up`, and lets a
+crashed test session be cleaned up afterwards. etcd's data is the one thing kept elsewhere
+(/dev/shm when available, for speed); its path is recorded too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+
+def default_dir() -> Path:
+    """The cluster folder used when none is given: ~/.cache/tfjob-operator/clusters/default."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "tfjob-operator" / "clusters" / "default"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The files of one cluster folder."""
+
+    dir: Path
+
+    @property
+    def pki(self) -> Path:
+        return self.dir / "pki"
+
+    @property
+    def logs(self) -> Path:
+        return self.dir / "logs"
+
+    @property
+    def state_file(self) -> Path:
+        return self.dir / "state.json"
+
+    @property
+    def kubeconfig(self) -> Path:
+        """The admin (system:masters) kubeconfig."""
+        return self.dir / "kubeconfig"
+
+    @property
+    def kubeconfigs(self) -> Path:
+        """Folder of the components' and ServiceAccounts' kubeconfigs."""
+        return self.dir / "kubeconfigs"
+
+    @property
+    def kwok_config(self) -> Path:
+        return self.dir / "kwok-stages.yaml"
+
+    def log(self, component: str) -> Path:
+        return self.logs / f"{component}.log"
+
+    def component_kubeconfig(self, user: str) -> Path:
+        return self.kubeconfigs / f"{user}.kubeconfig"
+
+
+@dataclass
+class ClusterState:
+    """What `up` decided and started; saved as state.json after every change."""
+
+    bin_dir: str
+    advertise_address: str
+    etcd_data_dir: str
+    ports: dict[str, int]
+    pids: dict[str, int] = field(default_factory=dict)
+    nodes: list[str] = field(default_factory=list)
+    node_ips: dict[str, str] = field(default_factory=dict)
+    node_resources: dict[str, str] = field(default_factory=dict)
+
+    def save(self, path: Path) -> None:
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=2) + "\n")
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, path: Path) -> ClusterState | None:
+        try:
+            return cls(**json.loads(path.read_text()))
+        except FileNotFoundError:
+            return None
