@@ -1,0 +1,45 @@
+"""The operator's Prometheus metrics (DESIGN §6), in one registry the HTTP server exposes.
+
+Kept separate from the reconcile logic: the reconciler calls a few plain methods and never needs
+prometheus_client itself, so tests can pass `ControllerMetrics(CollectorRegistry())` and read back.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+
+class ControllerMetrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        r = self.registry
+        self.jobs_created = Counter("tfjob_jobs_created_total", "TensorFlowJobs seen for the first time", registry=r)
+        self.jobs_succeeded = Counter("tfjob_jobs_succeeded_total", "TensorFlowJobs that succeeded", registry=r)
+        self.jobs_failed = Counter("tfjob_jobs_failed_total", "TensorFlowJobs that failed", ["reason"], registry=r)
+        self.jobs_restarted = Counter("tfjob_jobs_restarted_total", "Times a job entered Restarting", ["reason"],
+                                      registry=r)
+        self.pods_created = Counter("tfjob_pods_created_total", "Pods created by the operator", registry=r)
+        self.pods_deleted = Counter("tfjob_pods_deleted_total", "Pods deleted by the operator", ["reason"], registry=r)
+        self.reconcile_duration = Histogram(
+            "tfjob_reconcile_duration_seconds", "Time to reconcile one job", ["result"], registry=r,
+            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+        )
+        self.api_requests = Counter("tfjob_api_requests_total", "Kubernetes API requests",
+                                    ["verb", "resource", "code"], registry=r)
+        self.api_latency = Histogram("tfjob_api_request_duration_seconds", "Kubernetes API request latency",
+                                     ["verb", "resource"], registry=r)
+        self.informer_relists = Counter("tfjob_informer_relists_total", "Informer relists (full LIST)",
+                                        ["resource"], registry=r)
+        self.leader = Gauge("tfjob_leader", "1 while this process holds the leader lease", registry=r)
+
+    def on_request(self, verb: str, resource: str, code: int, seconds: float) -> None:
+        self.api_requests.labels(verb, resource or "-", str(code)).inc()
+        self.api_latency.labels(verb, resource or "-").observe(seconds)
+
+    def on_state_change(self, state: str, reason: str) -> None:
+        if state == "Succeeded":
+            self.jobs_succeeded.inc()
+        elif state == "Failed":
+            self.jobs_failed.labels(reason).inc()
+        elif state == "Restarting":
+            self.jobs_restarted.labels(reason).inc()

@@ -1,0 +1,346 @@
+"""Carry out one job's plan against the API server: the only place the controller writes.
+
+`Reconciler.reconcile(key)` reads the job, its pods and Service from the informer caches, asks
+`controller.plan.plan_job` what to do, and does it:
+
+* deletes first (UID preconditions, so a recreated pod of the same name is never hit; 404 and a
+  UID mismatch both mean "already gone"), with expectations raised before the call;
+* then the Service, then pod creates in parallel, in slow-start batches (1, 2, 4, ...) like
+  client-go's, so a systematic error (quota, invalid template) costs a few calls, not hundreds;
+* then the status through the status subresource, only when it changed, as a merge patch guarded
+  by the resourceVersion it was computed from;
+* then events, and the job's own deletion when its TTL expired.
+
+What only the API server can tell is folded back into the status here: a template it rejects
+(422) fails the job with `InvalidPodTemplate`; a name held by an object that is not ours gives a
+`NameConflict` condition and a Warning event and that object is left alone; a quota refusal is
+reported and retried with back-off. Those and transient errors end in `RequeueError`, which the
+worker turns into a rate-limited requeue.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+import structlog
+
+from controller import conditions as cond
+from controller.defaults import apply_defaults
+from controller.events import EventRecorder
+from controller.expectations import Expectations
+from controller.kube import ApiError, Kube, resource_path
+from controller.labels import GROUP, PLURAL, VERSION
+from controller.mergepatch import merge_patch
+from controller.metrics import ControllerMetrics
+from controller.plan import Event, Plan, PodDeletion, plan_job
+from controller.retry import retry_transient
+from controller.timeutil import format_time, utcnow
+
+log = structlog.get_logger(__name__)
+
+
+class Caches(Protocol):
+    """The read side: informer caches (never mutated)."""
+
+    def get_job(self, key: str) -> Mapping[str, Any] | None: ...
+    def pods_of(self, job_uid: str) -> list[Mapping[str, Any]]: ...
+    def get_service(self, namespace: str, name: str) -> Mapping[str, Any] | None: ...
+    def node_ready(self, name: str) -> bool | None: ...
+
+
+class RequeueError(Exception):
+    """The reconcile did what it could; try again after a rate-limited delay."""
+
+
+@dataclass
+class Outcome:
+    """What one reconcile did, for the log line and for tests."""
+
+    requeue_after: float | None = None
+    created: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    status_written: bool = False
+    job_deleted: bool = False
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Written:
+    base_resource_version: str
+    job: Mapping[str, Any]
+
+
+def owned_by(obj: Mapping[str, Any], job_uid: str) -> bool:
+    return any(ref.get("controller") and ref.get("uid") == job_uid
+               for ref in (obj.get("metadata") or {}).get("ownerReferences") or [])
+
+
+class Reconciler:
+    def __init__(
+        self,
+        kube: Kube,
+        caches: Caches,
+        *,
+        expectations: Expectations | None = None,
+        recorder: EventRecorder | None = None,
+        metrics: ControllerMetrics | None = None,
+        cluster_domain: str = "",
+        create_parallelism: int = 16,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.kube = kube
+        self.caches = caches
+        self.expectations = expectations if expectations is not None else Expectations()
+        self.recorder = recorder
+        self.metrics = metrics
+        self.cluster_domain = cluster_domain
+        self.clock = clock
+        self._pool = ThreadPoolExecutor(max_workers=create_parallelism, thread_name_prefix="create")
+        self._written: dict[str, _Written] = {}
+        self._written_lock = threading.Lock()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    # ---- one reconcile ---------------------------------------------------------------------------
+
+    def reconcile(self, key: str) -> Outcome:
+        cached = self.caches.get_job(key)
+        if cached is None:
+            self.expectations.forget(key)
+            self._forget_written(key)
+            return Outcome()
+        job = apply_defaults(self._freshest(key, cached))
+        if job["metadata"].get("deletionTimestamp"):
+            return Outcome()  # garbage collection removes the children
+        namespace, name, uid = job["metadata"]["namespace"], job["metadata"]["name"], job["metadata"]["uid"]
+        pods = self.caches.pods_of(uid)
+        service = self.caches.get_service(namespace, name)
+        # A same-named Service that is not ours is never created over and never deleted.
+        foreign_service = service is not None and not owned_by(service, uid)
+        plan = plan_job(
+            job, pods, None if foreign_service else service,
+            now=self.clock(), node_ready=self.caches.node_ready,
+            pending_deletes=self.expectations.pending_deletions(key), cluster_domain=self.cluster_domain,
+        )
+        outcome = Outcome(requeue_after=plan.requeue_after)
+        problems = self._delete_pods(key, plan.delete_pods, outcome)
+        if plan.delete_service is not None:
+            problems += self._delete_service(plan.delete_service, outcome)
+        if foreign_service:
+            if plan.create_service is not None:
+                problems.append(self._name_conflict(plan, job, "Service", name))
+            plan.create_service = None
+        elif plan.create_service is not None:
+            problems += self._create_service(plan, job, plan.create_service, outcome)
+        if plan.create_pods:
+            problems += self._create_pods(key, plan, job, outcome)
+        if self._write_status(key, job, plan.status):
+            outcome.status_written = True
+        self._emit(job, plan)
+        if plan.delete_job:
+            problems += self._delete_job(job, outcome)
+        if problems:
+            outcome.errors = problems
+            raise RequeueError("; ".join(problems))
+        return outcome
+
+    # ---- deletes -------------------------------------------------------------------------------
+
+    def _delete_pods(self, key: str, deletions: list[PodDeletion], outcome: Outcome) -> list[str]:
+        if not deletions:
+            return []
+        self.expectations.expect_deletions(key, [d.pod["metadata"]["uid"] for d in deletions])
+        results = list(self._pool.map(self._delete_pod, deletions))
+        failures = []
+        for deletion, error in zip(deletions, results, strict=True):
+            meta = deletion.pod["metadata"]
+            if error is None:
+                outcome.deleted.append(meta["name"])
+                if self.metrics:
+                    self.metrics.pods_deleted.labels(deletion.reason).inc()
+            else:
+                self.expectations.deletion_observed(key, meta["uid"])
+                failures.append(f"delete pod {meta['name']}: {error}")
+        return failures
+
+    def _delete_pod(self, deletion: PodDeletion) -> ApiError | None:
+        meta = deletion.pod["metadata"]
+        path = resource_path("", "v1", "pods", meta["namespace"], meta["name"])
+        try:
+            retry_transient(self.kube.delete)(path, uid=meta["uid"], grace_seconds=0 if deletion.force else None)
+        except ApiError as error:
+            if error.not_found or error.conflict:
+                return None  # gone already, or a newer pod holds the name: not ours to delete
+            return error
+        return None
+
+    def _delete_service(self, service: Mapping[str, Any], outcome: Outcome) -> list[str]:
+        meta = service["metadata"]
+        try:
+            retry_transient(self.kube.delete)(
+                resource_path("", "v1", "services", meta["namespace"], meta["name"]), uid=meta["uid"])
+            outcome.deleted.append(f"service/{meta['name']}")
+        except ApiError as error:
+            if not (error.not_found or error.conflict):
+                return [f"delete service {meta['name']}: {error}"]
+        return []
+
+    def _delete_job(self, job: Mapping[str, Any], outcome: Outcome) -> list[str]:
+        meta = job["metadata"]
+        try:
+            retry_transient(self.kube.delete)(
+                resource_path(GROUP, VERSION, PLURAL, meta["namespace"], meta["name"]),
+                uid=meta["uid"], propagation="Background")
+            outcome.job_deleted = True
+        except ApiError as error:
+            if not (error.not_found or error.conflict):
+                return [f"delete job: {error}"]
+        return []
+
+    # ---- creates -------------------------------------------------------------------------------
+
+    def _create_service(self, plan: Plan, job: Mapping[str, Any], body: dict[str, Any], outcome: Outcome) -> list[str]:
+        meta = body["metadata"]
+        try:
+            retry_transient(self.kube.create)(resource_path("", "v1", "services", meta["namespace"]), body)
+            outcome.created.append(f"service/{meta['name']}")
+            return []
+        except ApiError as error:
+            return self._create_failed(plan, job, "Service", meta["name"], error)
+
+    def _create_pods(self, key: str, plan: Plan, job: Mapping[str, Any], outcome: Outcome) -> list[str]:
+        pending = self.expectations.pending_creations(key)
+        todo = [p for p in plan.create_pods if p["metadata"]["name"] not in pending]
+        if not todo:
+            return []
+        self.expectations.expect_creations(key, [p["metadata"]["name"] for p in todo])
+        problems: list[str] = []
+        start = 0
+        batch = 1
+        while start < len(todo):
+            chunk = todo[start:start + batch]
+            errors = list(self._pool.map(self._create_pod, chunk))
+            for pod, error in zip(chunk, errors, strict=True):
+                name = pod["metadata"]["name"]
+                if error is None:
+                    outcome.created.append(name)
+                    if self.metrics:
+                        self.metrics.pods_created.inc()
+                    continue
+                if error.already_exists and self._ours(job, "pods", name):
+                    continue  # the cache was behind; the informer will show it
+                self.expectations.creation_observed(key, name)
+                problems += self._create_failed(plan, job, "Pod", name, error)
+            start += len(chunk)
+            if problems:
+                for pod in todo[start:]:
+                    self.expectations.creation_observed(key, pod["metadata"]["name"])
+                break
+            batch *= 2
+        return problems
+
+    def _create_pod(self, pod: dict[str, Any]) -> ApiError | None:
+        try:
+            retry_transient(self.kube.create)(resource_path("", "v1", "pods", pod["metadata"]["namespace"]), pod)
+        except ApiError as error:
+            return error
+        return None
+
+    def _ours(self, job: Mapping[str, Any], plural: str, name: str) -> bool:
+        try:
+            existing = self.kube.get(resource_path("", "v1", plural, job["metadata"]["namespace"], name))
+        except ApiError:
+            return False
+        return owned_by(existing, job["metadata"]["uid"])
+
+    def _create_failed(self, plan: Plan, job: Mapping[str, Any], kind: str, name: str, error: ApiError) -> list[str]:
+        """Fold a create error into the plan's status and events; return what to requeue for."""
+        stamp = format_time(self.clock())
+        conditions = plan.status["conditions"]
+        if error.invalid:
+            message = f"{kind} {name} was rejected by the API server: {error.message}"
+            cond.set_condition(conditions, cond.FAILED, True, "InvalidPodTemplate", message, stamp)
+            cond.set_false_if_present(conditions, cond.RUNNING, "InvalidPodTemplate", message, stamp)
+            cond.set_false_if_present(conditions, cond.RESTARTING, "InvalidPodTemplate", message, stamp)
+            plan.status["completionTime"] = stamp
+            plan.status["state"] = cond.state(conditions)
+            plan.events.append(Event("Warning", "InvalidPodTemplate", message))
+            return []  # permanent: the job is Failed, nothing to retry
+        if error.already_exists:
+            return [self._name_conflict(plan, job, kind, name)]
+        if error.quota_exceeded:
+            message = f"Cannot create {kind} {name}: {error.message}; retrying with back-off."
+            cond.set_condition(conditions, cond.RUNNING, False, "QuotaExceeded", message, stamp)
+            plan.events.append(Event("Warning", "QuotaExceeded", message))
+            return [f"create {kind} {name}: quota exceeded"]
+        if error.not_found:
+            return []  # the namespace or the job is going away
+        message = f"Cannot create {kind} {name}: {error}"
+        plan.events.append(Event("Warning", f"FailedCreate{kind}", message))
+        return [message]
+
+    def _name_conflict(self, plan: Plan, job: Mapping[str, Any], kind: str, name: str) -> str:
+        message = (f"{kind} {name} already exists and is not owned by this TensorFlowJob; it is left untouched. "
+                   f"Delete or rename it, or rename the job.")
+        changed = cond.set_condition(plan.status["conditions"], cond.RUNNING, False, "NameConflict", message,
+                                     format_time(self.clock()))
+        if changed:
+            plan.events.append(Event("Warning", "NameConflict", message))
+        return f"{kind} {name}: name held by an object this job does not own"
+
+    # ---- status --------------------------------------------------------------------------------
+
+    def _freshest(self, key: str, cached: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The cached job, or the one our last status write returned if the cache lags behind it."""
+        with self._written_lock:
+            written = self._written.get(key)
+            if written is None:
+                return cached
+            if cached["metadata"].get("resourceVersion") == written.base_resource_version:
+                return written.job
+            del self._written[key]
+            return cached
+
+    def _forget_written(self, key: str) -> None:
+        with self._written_lock:
+            self._written.pop(key, None)
+
+    def _write_status(self, key: str, job: Mapping[str, Any], status: dict[str, Any]) -> bool:
+        old = job.get("status") or {}
+        if old == status:
+            return False
+        meta = job["metadata"]
+        body = {"metadata": {"resourceVersion": meta["resourceVersion"]}, "status": merge_patch(old, status)}
+        path = resource_path(GROUP, VERSION, PLURAL, meta["namespace"], meta["name"], "status")
+        try:
+            updated = retry_transient(self.kube.patch)(path, body)
+        except ApiError as error:
+            self._forget_written(key)
+            if error.not_found:
+                return False
+            raise RequeueError(f"status write: {error}") from error
+        with self._written_lock:
+            self._written[key] = _Written(meta["resourceVersion"], updated)
+        self._count_transition(old, status)
+        return True
+
+    def _count_transition(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+        if self.metrics is None or old.get("state") == new.get("state"):
+            return
+        if not old.get("state"):
+            self.metrics.jobs_created.inc()
+        state = new.get("state", "")
+        current = cond.find(new.get("conditions") or [], state) or {}
+        self.metrics.on_state_change(state, current.get("reason", ""))
+
+    def _emit(self, job: Mapping[str, Any], plan: Plan) -> None:
+        if self.recorder is None:
+            return
+        for event in plan.events:
+            self.recorder.record(job, event.type, event.reason, event.message)
