@@ -223,6 +223,7 @@ class Reconciler:
         problems: list[str] = []
         start = 0
         batch = 1
+        failed = False
         while start < len(todo):
             chunk = todo[start:start + batch]
             errors = list(self._pool.map(self._create_pod, chunk))
@@ -237,8 +238,9 @@ class Reconciler:
                     continue  # the cache was behind; the informer will show it
                 self.expectations.creation_observed(key, name)
                 problems += self._create_failed(plan, job, "Pod", name, error)
+                failed = True
             start += len(chunk)
-            if problems:
+            if failed:  # slow start: a systematic error costs one batch, not every pod
                 for pod in todo[start:]:
                     self.expectations.creation_observed(key, pod["metadata"]["name"])
                 break

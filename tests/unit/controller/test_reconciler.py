@@ -1,0 +1,209 @@
+"""The reconciler's exact API-call sequences, with the client mocked (the rules are in test_plan)."""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from unittest.mock import Mock
+
+import pytest
+from pytest_mock import MockerFixture
+
+from controller.builders import build_pods, build_service
+from controller.defaults import apply_defaults
+from controller.kube import ApiError, Kube
+from controller.reconciler import Reconciler, RequeueError
+from controller.timeutil import format_time
+
+NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
+JOB_PATH = "/apis/kubeflow.org/v1/namespaces/ns/tensorflowjobs/j"
+
+
+def make_job(workers: int = 2, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "kubeflow.org/v1", "kind": "TensorFlowJob",
+        "metadata": {"name": "j", "namespace": "ns", "uid": "job-uid", "resourceVersion": "10", "generation": 1},
+        "spec": {"worker": {"replicas": workers, "template": {"spec": {"containers": [{"name": "tensorflow", "image": "tf"}]}}},
+                 **spec},
+    }
+
+
+class FakeCaches:
+    def __init__(self, job: dict[str, Any] | None, pods: list[dict[str, Any]] | None = None,
+                 service: dict[str, Any] | None = None) -> None:
+        self.job, self.pods, self.service = job, pods or [], service
+
+    def get_job(self, key: str) -> dict[str, Any] | None:
+        return self.job
+
+    def pods_of(self, job_uid: str) -> list[dict[str, Any]]:
+        return self.pods
+
+    def get_service(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.service
+
+    def node_ready(self, name: str) -> bool | None:
+        return True
+
+
+def running_pods(job: dict[str, Any]) -> list[dict[str, Any]]:
+    pods = build_pods(apply_defaults(job))
+    for pod in pods:
+        pod["metadata"]["uid"] = "uid-" + pod["metadata"]["name"]
+        pod["status"] = {"phase": "Running"}
+    return pods
+
+
+def owned_service(job: dict[str, Any]) -> dict[str, Any]:
+    service = build_service(apply_defaults(job))
+    service["metadata"]["uid"] = "svc-uid"
+    return service
+
+
+@pytest.fixture
+def kube(mocker: MockerFixture) -> Mock:
+    client = mocker.Mock(spec=Kube)
+    client.patch.side_effect = lambda path, body, **_: {**make_job(), "status": body["status"],
+                                                         "metadata": {**make_job()["metadata"], "resourceVersion": "11"}}
+    return client
+
+
+def reconciler(kube: Mock, caches: FakeCaches, now: datetime = NOW) -> Reconciler:
+    return Reconciler(kube, caches, clock=lambda: now, create_parallelism=4)
+
+
+def test_new_job_creates_service_then_pods_then_writes_status(kube: Mock) -> None:
+    outcome = reconciler(kube, FakeCaches(make_job(workers=3))).reconcile("ns/j")
+    service_call, *pod_calls = kube.create.call_args_list
+    assert service_call.args[0] == "/api/v1/namespaces/ns/services"
+    assert sorted(c.args[1]["metadata"]["name"] for c in pod_calls) == ["j-worker-0", "j-worker-1", "j-worker-2"]
+    assert all(c.args[0] == "/api/v1/namespaces/ns/pods" for c in pod_calls)
+    path, body = kube.patch.call_args.args
+    assert path == JOB_PATH + "/status"
+    assert body["metadata"] == {"resourceVersion": "10"}
+    assert body["status"]["startTime"] == format_time(NOW)
+    assert outcome.status_written and len(outcome.created) == 4
+
+
+def test_steady_running_job_makes_no_calls_the_second_time(kube: Mock) -> None:
+    job = make_job()
+    caches = FakeCaches(job, running_pods(job), owned_service(job))
+    rec = reconciler(kube, caches)
+    rec.reconcile("ns/j")
+    caches.job = {**job, "status": kube.patch.call_args.args[1]["status"],
+                  "metadata": {**job["metadata"], "resourceVersion": "11"}}
+    kube.reset_mock()
+    rec.reconcile("ns/j")
+    assert kube.method_calls == []
+
+
+def test_stale_cache_after_status_write_uses_the_written_status(kube: Mock) -> None:
+    job = make_job()
+    caches = FakeCaches(job, running_pods(job), owned_service(job))
+    rec = reconciler(kube, caches)
+    rec.reconcile("ns/j")
+    kube.reset_mock()
+    rec.reconcile("ns/j")  # the cache still holds resourceVersion 10
+    assert kube.patch.call_count == 0
+
+
+def test_failed_pod_is_deleted_with_its_uid_as_precondition(kube: Mock) -> None:
+    job = make_job()
+    pods = running_pods(job)
+    pods[1]["status"] = {"phase": "Failed"}
+    reconciler(kube, FakeCaches(job, pods, owned_service(job))).reconcile("ns/j")
+    kube.delete.assert_called_once_with("/api/v1/namespaces/ns/pods/j-worker-1", uid="uid-j-worker-1", grace_seconds=None)
+    assert kube.patch.call_args.args[1]["status"]["restartCount"] == 1
+
+
+def test_delete_of_an_already_gone_pod_is_success(kube: Mock) -> None:
+    job = make_job()
+    pods = running_pods(job)
+    pods[1]["status"] = {"phase": "Failed"}
+    kube.delete.side_effect = ApiError(404)
+    outcome = reconciler(kube, FakeCaches(job, pods, owned_service(job))).reconcile("ns/j")
+    assert outcome.deleted == ["j-worker-1"]
+
+
+def test_rejected_template_fails_the_job_with_invalid_pod_template(kube: Mock) -> None:
+    kube.create.side_effect = lambda path, body: (_ for _ in ()).throw(
+        ApiError(422, "Invalid", 'Pod "j-worker-0" is invalid: spec.containers[0].image: Required value')
+    ) if body["kind"] == "Pod" else body
+    reconciler(kube, FakeCaches(make_job(workers=4))).reconcile("ns/j")
+    status = kube.patch.call_args.args[1]["status"]
+    failed = next(c for c in status["conditions"] if c["type"] == "Failed")
+    assert failed["reason"] == "InvalidPodTemplate"
+    assert "spec.containers[0].image: Required value" in failed["message"]
+    assert status["state"] == "Failed"
+    pod_creates = [c for c in kube.create.call_args_list if c.args[1]["kind"] == "Pod"]
+    assert len(pod_creates) == 1  # slow start: the first batch of one failed, nothing more was tried
+
+
+def test_foreign_pod_holding_a_name_is_a_conflict_and_left_alone(kube: Mock) -> None:
+    def create(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        if body["metadata"]["name"] == "j-worker-0":
+            raise ApiError(409, "AlreadyExists", "pods j-worker-0 already exists")
+        return body
+    kube.create.side_effect = create
+    kube.get.return_value = {"metadata": {"name": "j-worker-0", "uid": "someone-else"}}
+    with pytest.raises(RequeueError):
+        reconciler(kube, FakeCaches(make_job(workers=1))).reconcile("ns/j")
+    running = next(c for c in kube.patch.call_args.args[1]["status"]["conditions"] if c["type"] == "Running")
+    assert running["reason"] == "NameConflict"
+    kube.delete.assert_not_called()
+
+
+def test_foreign_service_with_the_jobs_name_is_never_deleted(kube: Mock) -> None:
+    job = make_job(workers=1)
+    foreign = {"metadata": {"name": "j", "namespace": "ns", "uid": "other", "ownerReferences": []}}
+    with pytest.raises(RequeueError, match="Service j"):
+        reconciler(kube, FakeCaches(job, [], foreign)).reconcile("ns/j")
+    assert all(c.args[1]["kind"] == "Pod" for c in kube.create.call_args_list)
+    kube.delete.assert_not_called()
+
+
+def test_quota_refusal_is_reported_and_requeued(kube: Mock) -> None:
+    def create(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        if body["kind"] == "Pod":
+            raise ApiError(403, "Forbidden", 'pods "j-worker-0" is forbidden: exceeded quota: q, requested: pods=1')
+        return body
+    kube.create.side_effect = create
+    with pytest.raises(RequeueError, match="quota"):
+        reconciler(kube, FakeCaches(make_job())).reconcile("ns/j")
+    running = next(c for c in kube.patch.call_args.args[1]["status"]["conditions"] if c["type"] == "Running")
+    assert running["reason"] == "QuotaExceeded"
+
+
+def test_creates_already_expected_are_not_sent_again(kube: Mock) -> None:
+    rec = reconciler(kube, FakeCaches(make_job(workers=2)))
+    rec.reconcile("ns/j")
+    kube.reset_mock()
+    rec.reconcile("ns/j")  # the informer has not shown the pods yet
+    assert [c for c in kube.create.call_args_list if c.args[1]["kind"] == "Pod"] == []
+
+
+def test_expired_ttl_deletes_the_job_by_uid(kube: Mock) -> None:
+    job = make_job(workers=1, ttlSecondsAfterFinished=3)
+    job["status"] = {"conditions": [{"type": "Succeeded", "status": "True", "reason": "JobSucceeded", "message": "",
+                                     "lastTransitionTime": "x", "lastUpdateTime": "x"}],
+                     "completionTime": format_time(NOW - timedelta(seconds=5))}
+    outcome = reconciler(kube, FakeCaches(job, [], owned_service(job))).reconcile("ns/j")
+    kube.delete.assert_called_once_with(JOB_PATH, uid="job-uid", propagation="Background")
+    assert outcome.job_deleted
+
+
+def test_vanished_job_makes_no_calls(kube: Mock) -> None:
+    reconciler(kube, FakeCaches(None)).reconcile("ns/j")
+    assert kube.method_calls == []
+
+
+def test_resume_sends_null_to_clear_start_time(kube: Mock) -> None:
+    job = make_job(workers=1)
+    job["status"] = {"startTime": "2026-01-01T00:00:00Z", "completionTime": "2026-01-01T00:00:00Z",
+                     "conditions": [{"type": "Suspended", "status": "True", "reason": "Suspended", "message": "",
+                                     "lastTransitionTime": "x", "lastUpdateTime": "x"}]}
+    reconciler(kube, FakeCaches(copy.deepcopy(job))).reconcile("ns/j")
+    status_patch = kube.patch.call_args.args[1]["status"]
+    assert status_patch["startTime"] == format_time(NOW)
+    assert status_patch["completionTime"] is None
