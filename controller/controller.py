@@ -1,0 +1,270 @@
+"""The TensorFlowJob controller: informers → rate-limited work queue → workers → reconciler.
+
+Shaped like client-go's sample-controller. Informer handlers only map an event to a job key and
+enqueue it (a Pod or Service maps to its controlling TensorFlowJob, checked by kind *and* UID, so
+a leftover pod of a deleted job with the same name never wakes the new one); N worker threads
+`get` keys, reconcile, and `forget` on success or `add_rate_limited` on failure; a catch-all per
+item keeps a bug from killing a worker. A plan's `requeue_after` (deadlines, TTLs, the force-delete
+bound) becomes `add_after`, so timers fire on time without relying on a periodic resync — which
+exists only as a safety net.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import structlog
+
+from controller.events import EventRecorder
+from controller.expectations import Expectations
+from controller.kube import ApiError, Kube, resource_path
+from controller.labels import GROUP, JOB_NAME_LABEL, KIND, PLURAL, VERSION
+from controller.metrics import ControllerMetrics
+from controller.reconciler import Reconciler, RequeueError
+from controller.timeutil import utcnow
+from informers.informer import SharedInformer
+from informers.listwatch import PathListerWatcher
+from informers.store import CONTROLLER_UID_INDEX, controller_of, default_indexers, object_key
+from workqueue import RateLimitingQueue, default_controller_rate_limiter
+from workqueue.metrics import MetricsProvider
+
+log = structlog.get_logger(__name__)
+
+NODE_INDEX = "node"
+
+
+def _index_by_node(obj: Mapping[str, Any]) -> list[str]:
+    node = (obj.get("spec") or {}).get("nodeName")
+    return [node] if node else []
+
+
+def _node_is_ready(node: Mapping[str, Any]) -> bool:
+    for condition in (node.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready":
+            return condition.get("status") == "True"
+    return False
+
+
+class Controller:
+    def __init__(
+        self,
+        kube: Kube,
+        *,
+        namespaces: Sequence[str] = (),
+        workers: int = 4,
+        cluster_domain: str = "",
+        resync_period: float = 300.0,
+        watch_nodes: bool = True,
+        metrics: ControllerMetrics | None = None,
+        queue_metrics: MetricsProvider | None = None,
+        recorder: EventRecorder | None = None,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.kube = kube
+        self.namespaces = list(namespaces)
+        self.workers = workers
+        self.metrics = metrics
+        self.recorder = recorder
+        self.expectations = Expectations()
+        self.queue: RateLimitingQueue[str] = RateLimitingQueue(
+            default_controller_rate_limiter(), name="tensorflowjobs", metrics_provider=queue_metrics)
+        on_relist = (lambda name: metrics.informer_relists.labels(name.split("[")[0]).inc()) if metrics else None
+
+        def sources(plural: str, group: str = "", version: str = "v1", selector: str | None = None,
+                    cluster_scoped: bool = False) -> list[PathListerWatcher]:
+            scopes: list[str | None] = [None] if cluster_scoped or not self.namespaces else list(self.namespaces)
+            return [PathListerWatcher(kube, resource_path(group, version, plural, ns), namespace=ns,
+                                      label_selector=selector) for ns in scopes]
+
+        self.jobs = SharedInformer(sources(PLURAL, GROUP, VERSION), name="tensorflowjobs",
+                                   resync_period=resync_period, on_relist=on_relist)
+        self.pods = SharedInformer(sources("pods", selector=JOB_NAME_LABEL), name="pods",
+                                   indexers={**default_indexers(), NODE_INDEX: _index_by_node}, on_relist=on_relist)
+        self.services = SharedInformer(sources("services", selector=JOB_NAME_LABEL), name="services",
+                                       on_relist=on_relist)
+        self.nodes = (SharedInformer(sources("nodes", cluster_scoped=True), name="nodes", on_relist=on_relist)
+                      if watch_nodes else None)
+        self.reconciler = Reconciler(kube, self, expectations=self.expectations, recorder=recorder, metrics=metrics,
+                                     cluster_domain=cluster_domain, create_parallelism=max(4, workers * 4),
+                                     clock=clock)
+        self._threads: list[threading.Thread] = []
+        self._wire_handlers()
+
+    # ---- the read side the reconciler uses (informer caches) -------------------------------------
+
+    def get_job(self, key: str) -> Mapping[str, Any] | None:
+        return self.jobs.get(key)
+
+    def pods_of(self, job_uid: str) -> list[Mapping[str, Any]]:
+        return self.pods.by_index(CONTROLLER_UID_INDEX, job_uid)
+
+    def get_service(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self.services.get(f"{namespace}/{name}")
+
+    def node_ready(self, name: str) -> bool | None:
+        if self.nodes is None:
+            return None  # not watching nodes (namespaced mode): never force-delete
+        node = self.nodes.get(name)
+        return False if node is None else _node_is_ready(node)
+
+    # ---- event handlers: map to a job key and enqueue, nothing else -------------------------------
+
+    def _wire_handlers(self) -> None:
+        self.jobs.add_event_handler(on_add=self._enqueue_job, on_update=lambda _old, new: self._enqueue_job(new),
+                                    on_delete=self._job_deleted)
+        self.pods.add_event_handler(on_add=self._pod_added, on_update=self._child_updated,
+                                    on_delete=self._child_deleted)
+        self.services.add_event_handler(on_add=self._child_added, on_update=self._child_updated,
+                                        on_delete=self._child_deleted)
+        if self.nodes is not None:
+            self.nodes.add_event_handler(on_update=self._node_updated, on_delete=self._node_gone)
+
+    def _enqueue_job(self, job: Mapping[str, Any]) -> None:
+        self.queue.add(object_key(job))
+
+    def _job_deleted(self, job: Mapping[str, Any]) -> None:
+        key = object_key(job)
+        self.expectations.forget(key)
+        self.queue.add(key)
+
+    def _owner_key(self, obj: Mapping[str, Any]) -> str | None:
+        ref = controller_of(obj)
+        if ref is None or ref.get("kind") != KIND or not str(ref.get("apiVersion", "")).startswith(GROUP + "/"):
+            return None
+        key = f"{obj['metadata'].get('namespace')}/{ref.get('name')}"
+        job = self.jobs.get(key)
+        if job is not None and job["metadata"].get("uid") != ref.get("uid"):
+            return None  # left over from an earlier job of the same name
+        return key
+
+    def _pod_added(self, pod: Mapping[str, Any]) -> None:
+        key = self._owner_key(pod)
+        if key is None:
+            return
+        self.expectations.creation_observed(key, pod["metadata"]["name"])
+        self.queue.add(key)
+
+    def _child_added(self, obj: Mapping[str, Any]) -> None:
+        key = self._owner_key(obj)
+        if key is not None:
+            self.queue.add(key)
+
+    def _child_updated(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+        key = self._owner_key(new)
+        if key is None:
+            return
+        if old is new:  # a resync: only the job's own resync matters
+            return
+        if new["metadata"].get("deletionTimestamp"):
+            self.expectations.deletion_observed(key, new["metadata"].get("uid", ""))
+        self.queue.add(key)
+
+    def _child_deleted(self, obj: Mapping[str, Any]) -> None:
+        key = self._owner_key(obj)
+        if key is None:
+            return
+        self.expectations.deletion_observed(key, obj["metadata"].get("uid", ""))
+        self.queue.add(key)
+
+    def _node_updated(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+        if old is not new and _node_is_ready(old) != _node_is_ready(new):
+            self._enqueue_jobs_on_node(new["metadata"]["name"])
+
+    def _node_gone(self, node: Mapping[str, Any]) -> None:
+        self._enqueue_jobs_on_node(node["metadata"]["name"])
+
+    def _enqueue_jobs_on_node(self, node_name: str) -> None:
+        for pod in self.pods.by_index(NODE_INDEX, node_name):
+            key = self._owner_key(pod)
+            if key is not None:
+                self.queue.add(key)
+
+    # ---- running -------------------------------------------------------------------------------
+
+    def informers(self) -> list[SharedInformer]:
+        return [i for i in (self.jobs, self.pods, self.services, self.nodes) if i is not None]
+
+    def start_informers(self) -> None:
+        for informer in self.informers():
+            informer.start()
+
+    def caches_synced(self) -> bool:
+        return all(i.has_synced() for i in self.informers())
+
+    def wait_for_sync(self, timeout: float | None = None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for informer in self.informers():
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not informer.wait_for_sync(remaining):
+                return False
+        return True
+
+    def start_workers(self) -> None:
+        for number in range(self.workers):
+            thread = threading.Thread(target=self._worker, name=f"worker-{number}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def start(self, sync_timeout: float | None = None) -> bool:
+        """Start informers, wait for their first lists, then start the workers."""
+        self.start_informers()
+        if not self.wait_for_sync(sync_timeout):
+            return False
+        self.start_workers()
+        return True
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self.queue.shut_down()
+        for thread in self._threads:
+            thread.join(timeout)
+        for informer in self.informers():
+            informer.stop(timeout)
+        self.reconciler.close()
+
+    def _worker(self) -> None:
+        while True:
+            key, shutdown = self.queue.get()
+            if shutdown:
+                return
+            try:
+                self._process(key)
+            finally:
+                self.queue.done(key)
+
+    def _process(self, key: str) -> None:
+        started = time.monotonic()
+        result = "success"
+        outcome = None
+        try:
+            outcome = self.reconciler.reconcile(key)
+            self.queue.forget(key)
+            if outcome.requeue_after is not None:
+                self.queue.add_after(key, outcome.requeue_after)
+        except RequeueError as error:
+            result = "requeue"
+            log.warning("reconcile incomplete; retrying with back-off", job=key, error=str(error),
+                        retries=self.queue.num_requeues(key))
+            self.queue.add_rate_limited(key)
+        except ApiError as error:
+            result = "error"
+            log.warning("API error; retrying with back-off", job=key, error=str(error))
+            self.queue.add_rate_limited(key)
+        except Exception:  # a bug must never kill a worker
+            result = "error"
+            log.exception("reconcile crashed; retrying with back-off", job=key)
+            self.queue.add_rate_limited(key)
+        finally:
+            seconds = time.monotonic() - started
+            if self.metrics is not None:
+                self.metrics.reconcile_duration.labels(result).observe(seconds)
+            if outcome is not None and (outcome.created or outcome.deleted or outcome.status_written
+                                        or outcome.job_deleted):
+                log.info("reconciled", job=key, duration_ms=round(seconds * 1000, 1), created=len(outcome.created),
+                         deleted=len(outcome.deleted), status_written=outcome.status_written,
+                         job_deleted=outcome.job_deleted, requeue_after=outcome.requeue_after)
+            elif outcome is not None:
+                log.debug("reconciled", job=key, duration_ms=round(seconds * 1000, 1), actions=0)
