@@ -268,34 +268,41 @@ class Cluster:
         if wait:
             self._wait({component: lambda: self._healthy(component)}, timeout)
 
-    def stop_component(self, name: str) -> None:
-        """Stop one component by its recorded pid (its whole process group)."""
+    def stop_component(self, name: str, grace: float = 5.0) -> None:
+        """Stop one component by its recorded pid (its whole process group): SIGTERM, and
+        SIGKILL after `grace` seconds (grace=0 simulates a crash)."""
         component = canonical(name)
         state = self.state
         pid = state.pids.pop(component, None)
-        processes.stop(pid, Path(state.bin_dir) / component)
+        processes.stop(pid, Path(state.bin_dir) / component, timeout=grace)
         if self.layout.state_file.parent.exists() and self._state is not None:
             state.save(self.layout.state_file)
 
-    def restart_apiserver(self, timeout: float = 90.0) -> None:
-        self.stop_component("kube-apiserver")
+    def restart_apiserver(self, timeout: float = 90.0, grace: float = 5.0) -> None:
+        """Stop and start kube-apiserver (same port and flags); wait for /readyz."""
+        self.stop_component("kube-apiserver", grace=grace)
         self.start_component("kube-apiserver", timeout=timeout)
 
-    def restart_etcd(self, timeout: float = 90.0) -> None:
+    def restart_etcd(self, timeout: float = 90.0, grace: float = 5.0) -> None:
         """Restart etcd with its data; the apiserver reconnects on its own (and is waited for)."""
-        self.stop_component("etcd")
+        self.stop_component("etcd", grace=grace)
         self.start_component("etcd", timeout=timeout)
         self._wait({"kube-apiserver": lambda: self._healthy("kube-apiserver")}, timeout)
 
-    def compact_etcd(self) -> int:
-        """Compact etcd up to its current revision and return it.
+    def compact_etcd(self, restart_apiserver: bool = True) -> int:
+        """Compact etcd up to its current revision and return that revision.
 
-        Watches resumed from an older resourceVersion then get 410 Gone (once the apiserver's
-        watch cache has noticed; it relists from etcd when its own watch is compacted).
+        Compaction alone is invisible to clients: the apiserver's watch cache keeps serving recent
+        history (~75 s) from memory. So by default the apiserver is restarted too; its watch cache
+        then starts at the compacted revision and every watch resumed from an older
+        resourceVersion gets `410 Gone` ("too old resource version"), as after a long disconnect.
+        Open watches are dropped by the restart, which is what makes clients resume.
         """
         header = etcd_call(self.etcd_url, "/v3/kv/range", {"key": base64.b64encode(b"/").decode()})["header"]
         revision = int(header["revision"])
         etcd_call(self.etcd_url, "/v3/kv/compaction", {"revision": revision, "physical": True})
+        if restart_apiserver:
+            self.restart_apiserver()
         return revision
 
     # ------------------------------------------------------------------ nodes

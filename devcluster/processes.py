@@ -31,17 +31,18 @@ def spawn(argv: list[str], log_path: Path, env: dict[str, str] | None = None) ->
     return proc.pid
 
 
-def _reap(pid: int) -> None:
-    proc = _children.get(pid)
-    if proc is not None and proc.poll() is not None:
-        del _children[pid]
-
-
 def is_running(pid: int | None, executable: str | Path) -> bool:
     """True when pid is alive (not a zombie) and runs the given executable."""
     if not pid:
         return False
-    _reap(pid)
+    child = _children.get(pid)
+    if child is not None:
+        # Our own child: its pid cannot be recycled before we reap it, and /proc/<pid>/cmdline
+        # is briefly empty while the kernel finishes exec, so ask the Popen object instead.
+        if child.poll() is None:
+            return True
+        del _children[pid]
+        return False
     try:
         argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0", 1)[0].decode()
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -50,12 +51,18 @@ def is_running(pid: int | None, executable: str | Path) -> bool:
     return state != "Z" and argv0 == str(executable)
 
 
-def stop(pid: int | None, executable: str | Path, timeout: float = 15.0) -> None:
-    """Stop the process group led by pid: SIGTERM, then SIGKILL after timeout seconds."""
+def stop(pid: int | None, executable: str | Path, timeout: float = 5.0) -> None:
+    """Stop the process group led by pid: SIGTERM, then SIGKILL after timeout seconds
+    (timeout 0: SIGKILL at once, like a crash).
+
+    The grace period is short on purpose: these are disposable test servers, and both etcd and
+    kube-apiserver linger for 7-15 s after SIGTERM while clients hold connections open.
+    """
     if not is_running(pid, executable):
         return
     assert pid is not None
-    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
+    steps = [(signal.SIGTERM, timeout)] if timeout > 0 else []
+    for sig, wait in [*steps, (signal.SIGKILL, 5.0)]:
         try:
             os.killpg(pid, sig)
         except ProcessLookupError:
