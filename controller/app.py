@@ -2,13 +2,26 @@
 
 Order matters: logging first; the API client (kubeconfig or in-cluster, chosen explicitly);
 metrics and health endpoints (so /readyz can say "not ready" while caches fill); the informers;
-then the workers once caches have synced. SIGTERM and SIGINT stop everything cleanly.
+then the workers once caches have synced and, with `--leader-elect`, once this process holds the
+Lease. SIGTERM and SIGINT stop everything cleanly.
+
+Leader election (controller/leader.py) shapes the rest:
+
+* Every replica runs its informers, so a standby has warm caches, is ready (/readyz), and takes
+  over by just starting its workers.
+* A leader that loses the Lease exits at once with status 1 (client-go controllers do the same
+  with a fatal log): its workers may be mid-reconcile and another replica may already lead, so
+  the only clean state is a fresh process.
+* On SIGTERM the leader stops its workers first and then releases the Lease, so no reconcile
+  runs after a standby may have taken over, and the standby does not wait out the lease.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
+import sys
 import threading
 from types import FrameType
 
@@ -20,21 +33,50 @@ from controller.controller import Controller
 from controller.events import EventRecorder
 from controller.health import HealthServer, parse_address
 from controller.kube import ConfigError, Kube, resource_path
+from controller.leader import LeaderElectionConfig, LeaderElector, default_identity, default_namespace
 from controller.metrics import ControllerMetrics
 from workqueue.metrics import PrometheusMetricsProvider
 
 log = structlog.get_logger(__name__)
+
+LOST_LEASE_EXIT_CODE = 1
+BAD_CONFIGURATION_EXIT_CODE = 2
+
+
+def election_config(args: argparse.Namespace) -> LeaderElectionConfig | None:
+    """The Lease settings from the flags; None without --leader-elect. Raises ValueError if unusable."""
+    if not args.leader_elect:
+        return None
+    namespace = default_namespace(args.leader_election_namespace, os.environ)
+    if namespace is None:
+        raise ValueError("not running in a cluster: pass --leader-election-namespace (or set POD_NAMESPACE)")
+    return LeaderElectionConfig(namespace=namespace, name=args.leader_election_id, identity=default_identity(),
+                                lease_duration=args.lease_duration, renew_deadline=args.renew_deadline,
+                                retry_period=args.retry_period)
+
+
+def _exit_lost_lease() -> None:
+    """Leave now: no worker may reconcile once another replica can lead."""
+    log.error("lost the leader lease; exiting so the process restarts clean")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(LOST_LEASE_EXIT_CODE)
 
 
 def run(args: argparse.Namespace) -> int:
     logs.configure(args.log_format, args.log_level)
     metrics = ControllerMetrics()
     try:
+        election = election_config(args)
+    except ValueError as error:
+        log.error("bad leader election settings", error=str(error))
+        return BAD_CONFIGURATION_EXIT_CODE
+    try:
         kube = Kube.load(args.kubeconfig, context=args.context, pool_size=max(16, args.workers * 4 + 8),
                          qps=args.qps, burst=args.burst, on_request=metrics.on_request)
     except ConfigError as error:
         log.error("no usable Kubernetes credentials", error=str(error))
-        return 2
+        return BAD_CONFIGURATION_EXIT_CODE
     recorder = EventRecorder(lambda ns, body: kube.create(resource_path("", "v1", "events", ns), body))
     controller = Controller(
         kube, namespaces=args.namespace, workers=args.workers, cluster_domain=args.cluster_domain,
@@ -42,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
         queue_metrics=PrometheusMetricsProvider(registry=metrics.registry), recorder=recorder,
     )
     stop = threading.Event()
+    leading = threading.Event()
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
         log.info("signal received; stopping", signal=signal.Signals(signum).name)
@@ -50,24 +93,65 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
 
+    def on_started_leading() -> None:
+        metrics.leader.set(1)
+        leading.set()
+
+    def on_lost_leadership() -> None:
+        metrics.leader.set(0)
+        if not stop.is_set():
+            _exit_lost_lease()
+
+    elector = (LeaderElector(kube, election, on_started_leading=on_started_leading,
+                             on_lost_leadership=on_lost_leadership) if election is not None else None)
+    if elector is None:
+        leading.set()
+
+    def ready() -> bool:
+        return controller.caches_synced() and (elector is None or elector.healthy())
+
     metrics_address = parse_address(args.metrics_addr)
     if metrics_address is not None:
         start_http_server(metrics_address[1], addr=metrics_address[0], registry=metrics.registry)
     health_address = parse_address(args.health_addr)
-    health = HealthServer(health_address, controller.caches_synced) if health_address else None
+    health = HealthServer(health_address, ready) if health_address else None
     if health is not None:
         health.start()
 
     recorder.start()
-    log.info("starting", namespaces=args.namespace or "all", workers=args.workers, server=kube.host)
+    log.info("starting", namespaces=args.namespace or "all", workers=args.workers, server=kube.host,
+             leader_election=f"{election.namespace}/{election.name}" if election else "off",
+             identity=election.identity if election else None)
     controller.start_informers()
+    election_thread = None
+    if elector is not None:
+        def elect() -> None:
+            try:
+                elector.run(stop)
+            except Exception:  # a bug in the election must not leave a leader that no longer renews
+                log.exception("leader election crashed")
+                on_lost_leadership()
+
+        election_thread = threading.Thread(target=elect, name="leader-election", daemon=True)
+        election_thread.start()
+
     while not stop.is_set() and not controller.wait_for_sync(timeout=1.0):
         pass
     if not stop.is_set():
-        log.info("caches synced; starting workers")
+        log.info("caches synced" + ("; waiting for the leader lease" if not leading.is_set() else ""))
+    while not stop.is_set() and not leading.wait(timeout=0.5):
+        pass
+    if not stop.is_set():
+        log.info("starting workers", workers=args.workers)
         controller.start_workers()
         stop.wait()
+
     controller.stop()
+    if elector is not None and election_thread is not None:
+        election_thread.join(timeout=args.renew_deadline + 5)
+        if elector.is_leader():
+            elector.release()
+        metrics.leader.set(0)
     recorder.stop()
     if health is not None:
         health.stop()

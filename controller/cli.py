@@ -84,11 +84,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--qps", type=float, default=50.0, help="client-side API QPS limit (default 50)")
     run.add_argument("--burst", type=int, default=100, help="client-side API burst (default 100)")
     run.add_argument("--leader-elect", action="store_true", help="use a Lease so only one replica reconciles")
-    run.add_argument("--leader-election-namespace", default="", help="namespace of the Lease (default: own)")
-    run.add_argument("--leader-election-id", default="tfjob-operator", help="name of the Lease")
-    run.add_argument("--lease-duration", type=float, default=15.0)
-    run.add_argument("--renew-deadline", type=float, default=10.0)
-    run.add_argument("--retry-period", type=float, default=2.0)
+    run.add_argument("--leader-election-namespace", default="",
+                     help="namespace of the Lease (default: $POD_NAMESPACE, else the pod's own namespace)")
+    run.add_argument("--leader-election-id", default="tfjob-operator",
+                     help="name of the Lease (default tfjob-operator)")
+    run.add_argument("--lease-duration", type=float, default=15.0,
+                     help="seconds a standby waits after the last renewal before taking over (default 15)")
+    run.add_argument("--renew-deadline", type=float, default=10.0,
+                     help="seconds the leader keeps retrying a renewal before it gives up and exits (default 10)")
+    run.add_argument("--retry-period", type=float, default=2.0,
+                     help="seconds between attempts to acquire or renew the Lease (default 2)")
     run.add_argument("--metrics-addr", default=":8080", help="Prometheus /metrics address ('0' to disable)")
     run.add_argument("--health-addr", default=":8081", help="/healthz and /readyz address ('0' to disable)")
     run.add_argument("--cluster-domain", default="", help="cluster DNS domain appended to TF_CONFIG addresses")
