@@ -1,0 +1,268 @@
+"""Fixtures for the controller's integration tests: the CRD installed, a running operator process,
+an API client, and `TfJobs`, a small driver for one test namespace.
+
+The operator runs as a real `tfjob-operator run --kubeconfig ...` subprocess (session-scoped; tests
+that kill or restart it start their own with `start_operator`). Its log is printed when a test fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from controller.kube import ApiError, Kube, resource_path
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+CRD = ROOT / "manifests" / "crd.yaml"
+LOG_DIR = pathlib.Path(os.environ.get("TFJOB_TEST_LOG_DIR", "/tmp/tfjob-operator-test-logs"))
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.1) -> Any:
+    """Poll until `predicate()` is truthy; fail naming `what` (and the last value) after `timeout`."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}; last value: {last!r}")
+
+
+class Operator:
+    """A `tfjob-operator run` subprocess."""
+
+    def __init__(self, kubeconfig: str, name: str, extra: list[str] | None = None) -> None:
+        LOG_DIR.mkdir(parents=True, exist_ok=True)
+        self.metrics_port = free_port()
+        self.health_port = free_port()
+        self.log_path = LOG_DIR / f"{name}.log"
+        self.args = [sys.executable, "-m", "controller.cli", "run", "--kubeconfig", kubeconfig,
+                     "--metrics-addr", f"127.0.0.1:{self.metrics_port}",
+                     "--health-addr", f"127.0.0.1:{self.health_port}",
+                     "--log-format", "json", "--workers", "4", "--resync", "60", *(extra or [])]
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self, wait_ready: bool = True) -> Operator:
+        log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child for its lifetime
+        self.process = subprocess.Popen(self.args, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+        log.close()
+        if wait_ready:
+            wait_for(self.ready, 60, "the operator's /readyz")
+        return self
+
+    def ready(self) -> bool:
+        assert self.process is not None
+        if self.process.poll() is not None:
+            raise AssertionError(f"operator exited with {self.process.returncode}:\n{self.tail()}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}/readyz", timeout=2) as answer:
+                return answer.status == 200
+        except OSError:
+            return False
+
+    def metrics(self) -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as answer:
+            return answer.read().decode()
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(10)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def tail(self, lines: int = 60) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+
+@pytest.fixture(scope="session")
+def crd(cluster: Any) -> None:
+    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRD))
+    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/tensorflowjobs.kubeflow.org")
+
+
+@pytest.fixture(scope="session")
+def api(cluster: Any) -> Iterator[Kube]:
+    client = Kube.from_kubeconfig(str(cluster.kubeconfig), pool_size=32)
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def operator(cluster: Any, crd: None) -> Iterator[Operator]:
+    process = Operator(str(cluster.kubeconfig), "operator-session").start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def start_operator(cluster: Any, crd: None, request: pytest.FixtureRequest) -> Iterator[Callable[..., Operator]]:
+    """Start extra operator processes (stopped at the end of the test)."""
+    started: list[Operator] = []
+
+    def start(extra: list[str] | None = None, wait_ready: bool = True) -> Operator:
+        name = f"{request.node.name}-{len(started)}"
+        process = Operator(str(cluster.kubeconfig), name, extra).start(wait_ready)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        process.stop()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call" and report.failed:
+        for name in ("operator",):
+            process = item.funcargs.get(name) if hasattr(item, "funcargs") else None
+            if isinstance(process, Operator):
+                report.sections.append((f"{name} log (tail)", process.tail()))
+
+
+TEMPLATE = {"spec": {"containers": [{"name": "tensorflow", "image": "tensorflow/tensorflow:2.21.0"}]}}
+
+
+def role(replicas: int = 1, *, policy: str = "OnFailure", exit_code: int | None = None,
+         exit_after: str | None = None, annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    template = json.loads(json.dumps(TEMPLATE))
+    notes = dict(annotations or {})
+    if exit_code is not None:
+        notes["sim.tensorflowjob.kubeflow.org/exit-code"] = str(exit_code)
+    if exit_after is not None:
+        notes["sim.tensorflowjob.kubeflow.org/exit-after"] = exit_after
+    if notes:
+        template["metadata"] = {"annotations": notes}
+    return {"replicas": replicas, "restartPolicy": policy, "template": template}
+
+
+class TfJobs:
+    """Create and observe TensorFlowJobs in one namespace through the real API."""
+
+    role = staticmethod(role)
+    wait_for = staticmethod(wait_for)
+
+    def __init__(self, api: Kube, namespace: str, cluster: Any) -> None:
+        self.api = api
+        self.namespace = namespace
+        self.cluster = cluster
+
+    def path(self, name: str | None = None, sub: str | None = None) -> str:
+        return resource_path("kubeflow.org", "v1", "tensorflowjobs", self.namespace, name, sub)
+
+    def create(self, name: str, **spec: Any) -> dict[str, Any]:
+        body = {"apiVersion": "kubeflow.org/v1", "kind": "TensorFlowJob",
+                "metadata": {"name": name, "namespace": self.namespace}, "spec": spec}
+        return self.api.create(self.path(), body)
+
+    def apply_yaml(self, text: str) -> subprocess.CompletedProcess[str]:
+        return self.cluster.kubectl("apply", "-n", self.namespace, "-f", "-", input=text, check=False)
+
+    def get(self, name: str) -> dict[str, Any] | None:
+        try:
+            return self.api.get(self.path(name))
+        except ApiError as error:
+            if error.not_found:
+                return None
+            raise
+
+    def patch(self, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+        return self.api.patch(self.path(name), {"spec": spec})
+
+    def delete(self, name: str) -> None:
+        self.api.delete(self.path(name), propagation="Background")
+
+    def status(self, name: str) -> dict[str, Any]:
+        job = self.get(name) or {}
+        return job.get("status") or {}
+
+    def condition(self, name: str, kind: str) -> dict[str, Any] | None:
+        return next((c for c in self.status(name).get("conditions") or [] if c["type"] == kind), None)
+
+    def has_condition(self, name: str, kind: str, reason: str | None = None) -> bool:
+        found = self.condition(name, kind)
+        return bool(found) and found["status"] == "True" and (reason is None or found.get("reason") == reason)
+
+    def wait_condition(self, name: str, kind: str, reason: str | None = None, timeout: float = 60) -> dict[str, Any]:
+        wait_for(lambda: self.has_condition(name, kind, reason), timeout,
+                 f"{name} to be {kind}{'/' + reason if reason else ''} (status: {self.status(name)})")
+        return self.condition(name, kind) or {}
+
+    def pods(self, job: str, role: str | None = None, include_terminating: bool = True) -> list[dict[str, Any]]:
+        selector = f"tensorflowjob.kubeflow.org/job-name={job}"
+        if role:
+            selector += f",tensorflowjob.kubeflow.org/replica-type={role}"
+        items = self.api.list(resource_path("", "v1", "pods", self.namespace), labelSelector=selector)["items"]
+        if not include_terminating:
+            items = [p for p in items if not p["metadata"].get("deletionTimestamp")]
+        return sorted(items, key=lambda p: p["metadata"]["name"])
+
+    def pod_names(self, job: str, role: str | None = None) -> list[str]:
+        return [p["metadata"]["name"] for p in self.pods(job, role, include_terminating=False)]
+
+    def wait_pods(self, job: str, count: int, phase: str | None = "Running", role: str | None = None,
+                  timeout: float = 60) -> list[dict[str, Any]]:
+        def ready() -> list[dict[str, Any]] | None:
+            pods = self.pods(job, role, include_terminating=False)
+            matching = [p for p in pods if phase is None or (p.get("status") or {}).get("phase") == phase]
+            return pods if len(pods) == count and len(matching) == count else None
+        return wait_for(ready, timeout, f"{count} {role or ''} pods of {job} {phase or ''} "
+                                          f"(now: {[(p['metadata']['name'], (p.get('status') or {}).get('phase')) for p in self.pods(job, role)]})")
+
+    def exit_pod(self, pod: str, code: int) -> None:
+        """Make a running pod exit with `code` (the KWOK stage reacts to the annotation)."""
+        self.api.patch(resource_path("", "v1", "pods", self.namespace, pod),
+                       {"metadata": {"annotations": {"sim.tensorflowjob.kubeflow.org/exit-code": str(code),
+                                                     "sim.tensorflowjob.kubeflow.org/exit-after": "0s"}}})
+
+    def service(self, name: str) -> dict[str, Any] | None:
+        try:
+            return self.api.get(resource_path("", "v1", "services", self.namespace, name))
+        except ApiError as error:
+            if error.not_found:
+                return None
+            raise
+
+    def events(self, name: str) -> list[dict[str, Any]]:
+        items = self.api.list(resource_path("", "v1", "events", self.namespace),
+                              fieldSelector=f"involvedObject.name={name}")["items"]
+        return items
+
+
+@pytest.fixture
+def tfjobs(api: Kube, namespace: str, cluster: Any, operator: Operator) -> TfJobs:
+    return TfJobs(api, namespace, cluster)
+
+
+@pytest.fixture
+def tfjobs_no_operator(api: Kube, namespace: str, cluster: Any, crd: None) -> TfJobs:
+    return TfJobs(api, namespace, cluster)
