@@ -77,8 +77,8 @@ def find_bin_dir(build: bool = True) -> Path:
         missing = missing_in(target)
         if result.returncode == 0 and not missing:
             return target
-        looked.append(f"{BUILD_SCRIPT} core exited with {result.returncode}"
-                      + (f"; {target} still lacks {', '.join(missing)}" if missing else ""))
+        looked.append(f"{BUILD_SCRIPT.name} core exited with {result.returncode}" if result.returncode
+                      else f"{BUILD_SCRIPT.name} core finished but {target} still lacks {', '.join(missing)}")
 
     raise MissingBinariesError(
         "control-plane binaries not found: " + "; ".join(looked)

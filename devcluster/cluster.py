@@ -48,7 +48,8 @@ class KubectlError(subprocess.CalledProcessError):
     """kubectl exited non-zero; the message includes its stderr."""
 
     def __str__(self) -> str:
-        return f"{' '.join(map(str, self.cmd[2:]))!s} exited {self.returncode}: {(self.stderr or '').strip()}"
+        args = [str(a) for a in self.cmd[1:] if not str(a).startswith(("--kubeconfig=", "--cache-dir="))]
+        return f"kubectl {' '.join(args)} exited {self.returncode}: {(self.stderr or '').strip()}"
 
 
 def free_ports(names: Sequence[str]) -> dict[str, int]:
@@ -416,6 +417,13 @@ class Cluster:
         except ApiError:
             return False
         return True
+
+    def wait_ready(self, timeout: float = 90.0) -> None:
+        """Wait until every component is healthy and every node of up() is Ready and untainted
+        (e.g. after restarting a component); raise ClusterError naming what is not."""
+        self._wait({component: (lambda c=component: self._healthy(c)) for component in COMPONENTS
+                    if component != "kwok"}, timeout)
+        self._wait_usable(timeout)
 
     def _wait_usable(self, timeout: float) -> None:
         self._wait({

@@ -120,5 +120,6 @@ def command(component: str, layout: Layout, state: ClusterState) -> list[str]:
         return [str(b / "kwok"), f"--kubeconfig={layout.component_kubeconfig('kwok')}",
                 f"--config={layout.kwok_config}",
                 f"--manage-nodes-with-annotation-selector={key}={value}",
-                f"--node-lease-duration-seconds={NODE_LEASE_SECONDS}", f"--cidr={POD_CIDR}"]
+                f"--node-lease-duration-seconds={NODE_LEASE_SECONDS}", f"--cidr={POD_CIDR}",
+                "--v=WARN"]  # INFO logs every lease renewal, drowning the interesting lines
     raise ValueError(f"unknown component {component!r}")
