@@ -136,8 +136,8 @@ class Cluster:
 
     @property
     def bin_dir(self) -> Path:
-        """The folder of the binaries this cluster runs (found, or built, if not up yet)."""
-        return Path(self._state.bin_dir) if self._state else find_bin_dir()
+        """The folder of the binaries this cluster runs (or would run: up() builds them if missing)."""
+        return Path(self._state.bin_dir) if self._state else find_bin_dir(build=False)
 
     @property
     def api_url(self) -> str:

@@ -45,7 +45,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """A running devcluster shared by the whole session (see devcluster.cluster.Cluster)."""
     reuse = os.environ.get("TFJOB_DEVCLUSTER_DIR")
     if reuse:
-        yield Cluster(reuse)
+        existing = Cluster(reuse)
+        stopped = [c for c in COMPONENTS if not existing.is_running(c)]
+        if stopped:
+            raise RuntimeError(f"TFJOB_DEVCLUSTER_DIR={reuse}: {', '.join(stopped)} not running "
+                               f"(start it with `tfjob-devcluster up --dir {reuse}`)")
+        yield existing
         return
     c = Cluster(tmp_path_factory.mktemp("devcluster"))
     atexit.register(c.down)  # a safety net in case the session dies before teardown
