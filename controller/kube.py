@@ -353,7 +353,7 @@ def parse_path(path: str) -> ParsedPath | None:
 
 def _verb(method: str, parsed: ParsedPath | None) -> str:
     """The Kubernetes verb of a request: get/list/create/update/patch/delete/deletecollection."""
-    has_name = parsed is not None and parsed.name is not None
+    has_name = parsed is None or parsed.name is not None  # a non-resource path is a plain get
     return {
         "GET": "get" if has_name else "list",
         "POST": "create",
