@@ -103,16 +103,23 @@ class Operator:
 
 
 @pytest.fixture(scope="session")
-def crd(cluster: Any) -> None:
-    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRD))
-    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/tensorflowjobs.kubeflow.org")
-
-
-@pytest.fixture(scope="session")
 def api(cluster: Any) -> Iterator[Kube]:
     client = Kube.from_kubeconfig(str(cluster.kubeconfig), pool_size=32)
     yield client
     client.close()
+
+
+@pytest.fixture(scope="session")
+def crd(cluster: Any, api: Kube) -> None:
+    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRD))
+    path = resource_path("apiextensions.k8s.io", "v1", "customresourcedefinitions", None,
+                         "tensorflowjobs.kubeflow.org")
+
+    def established() -> bool:
+        conditions = (api.get(path).get("status") or {}).get("conditions") or []
+        return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
+
+    wait_for(established, 60, "the TensorFlowJob CRD to be Established")
 
 
 @pytest.fixture(scope="session")
