@@ -125,8 +125,26 @@ def crd(cluster: Any, api: Kube) -> None:
 @pytest.fixture(scope="session")
 def operator(cluster: Any, crd: None) -> Iterator[Operator]:
     process = Operator(str(cluster.kubeconfig), "operator-session").start()
+    _SESSION_OPERATOR.append(process)
     yield process
+    _SESSION_OPERATOR.remove(process)
     process.stop()
+
+
+@pytest.fixture
+def no_session_operator() -> Iterator[None]:
+    """Stop the shared operator for one test (which runs its own), and start it again afterwards.
+
+    Two operators without leader election would both reconcile the same jobs."""
+    shared = _SESSION_OPERATOR[0] if _SESSION_OPERATOR else None
+    if shared is not None:
+        shared.stop()
+    yield
+    if shared is not None:
+        shared.start()
+
+
+_SESSION_OPERATOR: list[Operator] = []
 
 
 @pytest.fixture
