@@ -142,7 +142,7 @@ class Reconciler:
             problems += self._create_pods(key, plan, job, outcome)
         if self._write_status(key, job, plan.status):
             outcome.status_written = True
-        self._emit(job, plan)
+        self._emit(job, plan, outcome)
         if plan.delete_job:
             problems += self._delete_job(job, outcome)
         if problems:
@@ -341,8 +341,22 @@ class Reconciler:
         current = cond.find(new.get("conditions") or [], state) or {}
         self.metrics.on_state_change(state, current.get("reason", ""))
 
-    def _emit(self, job: Mapping[str, Any], plan: Plan) -> None:
+    def _emit(self, job: Mapping[str, Any], plan: Plan, outcome: Outcome) -> None:
+        """State changes one event each; creates and deletes one summary event per reconcile, so a
+        1 000-worker job costs a few events rather than a thousand."""
         if self.recorder is None:
             return
+        if outcome.created:
+            self.recorder.record(job, "Normal", "SuccessfulCreate", _summary("Created", outcome.created))
+        if outcome.deleted:
+            reasons = sorted({d.reason for d in plan.delete_pods})
+            why = f" ({', '.join(reasons)})" if reasons else ""
+            self.recorder.record(job, "Normal", "SuccessfulDelete", _summary("Deleted", outcome.deleted) + why)
         for event in plan.events:
             self.recorder.record(job, event.type, event.reason, event.message)
+
+
+def _summary(verb: str, names: list[str], shown: int = 10) -> str:
+    listed = ", ".join(sorted(names)[:shown])
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return f"{verb} {len(names)} object(s): {listed}{more}"
