@@ -207,3 +207,22 @@ def test_resume_sends_null_to_clear_start_time(kube: Mock) -> None:
     status_patch = kube.patch.call_args.args[1]["status"]
     assert status_patch["startTime"] == format_time(NOW)
     assert status_patch["completionTime"] is None
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str]] = []
+
+    def record(self, job: Any, kind: str, reason: str, message: str) -> None:
+        self.events.append((kind, reason, message))
+
+
+def test_creates_and_state_changes_are_recorded_as_events(kube: Mock) -> None:
+    recorder = Recorder()
+    rec = Reconciler(kube, FakeCaches(make_job(workers=12)), clock=lambda: NOW, recorder=recorder)  # type: ignore[arg-type]
+    rec.reconcile("ns/j")
+    reasons = [reason for _, reason, _ in recorder.events]
+    assert reasons == ["SuccessfulCreate"]
+    message = recorder.events[0][2]
+    assert message.startswith("Created 13 object(s): j-worker-0, j-worker-1,")
+    assert message.endswith("and 3 more")
