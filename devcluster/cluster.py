@@ -204,6 +204,7 @@ class Cluster:
         """
         if self._state is not None and any(self.is_running(c) for c in COMPONENTS):
             raise ClusterError(f"a cluster is already running in {self.dir}; run down first")
+        self.down()  # leftovers of a crashed run: stray processes, etcd data in /dev/shm
         resolved_bin_dir = Path(bin_dir) if bin_dir else find_bin_dir()
         self.dir.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(self.layout.logs, ignore_errors=True)
