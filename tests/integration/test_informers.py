@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -214,6 +215,36 @@ def stop_after() -> Iterator[list[SharedInformer | InformerFactory]]:
         item.stop()
 
 
+@pytest.fixture
+def settle(cluster: Any, kube: Kube) -> Iterator[None]:
+    """After a test that restarts the API server, wait until the controller-manager works again.
+
+    Its informers reconnect with their own back-off, so for a while after a restart it may not yet
+    create the `default` ServiceAccount of new namespaces, which the next test's pods need.
+    """
+    yield
+    name = f"settle-{uuid.uuid4().hex[:8]}"
+    kube.create("/api/v1/namespaces", {"metadata": {"name": name}})
+    try:
+        eventually(
+            lambda: _exists(kube, f"/api/v1/namespaces/{name}/serviceaccounts/default"),
+            180,
+            "the controller-manager to serve new namespaces again",
+        )
+    finally:
+        kube.delete(f"/api/v1/namespaces/{name}")
+
+
+def _exists(kube: Kube, path: str) -> bool:
+    try:
+        kube.get(path)
+    except ApiError as exc:
+        if exc.not_found or exc.transient:
+            return False
+        raise
+    return True
+
+
 @pytest.fixture(scope="module")
 def tfjob_crd(cluster: Any, kube: Kube) -> None:
     """The TensorFlowJob CRD, installed and Established (polled: `kubectl wait` can race a new CRD)."""
@@ -398,7 +429,7 @@ def test_a_thousand_pods_churned_leave_the_cache_identical_to_a_fresh_list(
 
 
 def test_the_informer_recovers_from_an_api_server_restart_without_missing_deletes(
-    cluster: Any, kube: Kube, namespace: str, stop_after: list[Any]
+    cluster: Any, kube: Kube, namespace: str, settle: None, stop_after: list[Any]
 ) -> None:
     factory = InformerFactory(kube, namespaces=[namespace])
     stop_after.append(factory)
@@ -427,7 +458,7 @@ def test_the_informer_recovers_from_an_api_server_restart_without_missing_delete
 
 
 def test_an_etcd_compaction_forces_a_relist_that_converges_with_tombstones(
-    cluster: Any, kube: Kube, namespace: str, stop_after: list[Any]
+    cluster: Any, kube: Kube, namespace: str, settle: None, stop_after: list[Any]
 ) -> None:
     path = resource_path("", "v1", "pods", namespace)
     gate = GatedListerWatcher(PathListerWatcher(kube, path, namespace=namespace, label_selector=JOB_NAME_LABEL))
