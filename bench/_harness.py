@@ -1,0 +1,661 @@
+"""Shared pieces of the operator benchmarks (bench_operator.py): statistics, metrics, processes, watches.
+
+Pure helpers (unit-tested in tests/unit/test_bench_harness.py):
+
+* `percentile`, `fit_line`: the statistics every scenario reports;
+* `parse_prometheus`, `apiserver_requests`, `operator_requests`, `writes`: counting API calls from
+  the API server's `/metrics` (`apiserver_request_total`) and the operator's (`tfjob_api_requests_total`);
+* `verdict`, `markdown_table`: pass/fail against a target and the printed tables.
+
+Live pieces:
+
+* `fresh_cluster()`: a devcluster in a temporary folder with the CRD installed (Established), torn
+  down afterwards; one per measurement, so every scenario starts from an empty etcd;
+* `OperatorProcess`: `python -m controller.cli run ...` as a subprocess, with its RSS and CPU from
+  /proc, its /readyz and /metrics; optionally under the sampling profiler (bench/_sampler.py);
+* `Recorder`: lists and watches one collection in a thread of the benchmark process and records the
+  monotonic time every object was first seen, became Running, was deleted, so all latencies come
+  from one clock in one process (never from `creationTimestamp`, which has 1-second resolution);
+* `CpuMeter`: CPU seconds of every control-plane component and the operator over a phase, to show
+  where the two cores went.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from controller.kube import ApiError, Kube, resource_path
+from devcluster.cluster import Cluster
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = Path(__file__).resolve().parent / "results"
+CRD = ROOT / "manifests" / "crd.yaml"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+JOB_NAME_LABEL = "tensorflowjob.kubeflow.org/job-name"
+TEMPLATE: dict[str, Any] = {"spec": {"containers": [{"name": "tensorflow", "image": "tensorflow/tensorflow:2.21.0"}]}}
+
+# Write verbs as the API server labels them in apiserver_request_total.
+APISERVER_WRITE_VERBS = frozenset({"POST", "PUT", "PATCH", "DELETE", "DELETECOLLECTION", "APPLY"})
+# Write verbs as controller.kube labels them in tfjob_api_requests_total.
+OPERATOR_WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+# What only the operator writes in a benchmark cluster: its pods (not pods/status, KWOK's, nor
+# pods/binding, the scheduler's), services, the tensorflowjobs status and core/v1 events (the
+# scheduler posts events.k8s.io events, a different group).
+OPERATOR_RESOURCES = frozenset({("", "pods", ""), ("", "services", ""), ("kubeflow.org", "tensorflowjobs", ""),
+                                ("kubeflow.org", "tensorflowjobs", "status"), ("", "events", "")})
+
+
+# --- statistics ---------------------------------------------------------------------------------------
+
+
+def percentile(values: Iterable[float], q: float) -> float:
+    """The q-th percentile (0..100) with linear interpolation between closest ranks; nan when empty."""
+    ordered = sorted(values)
+    if not ordered:
+        return math.nan
+    if not 0 <= q <= 100:
+        raise ValueError("q must be within 0..100")
+    position = (len(ordered) - 1) * q / 100
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def fit_line(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
+    """Least-squares (intercept, slope) of y = a + b·x; needs two distinct x values."""
+    if len(xs) != len(ys) or len(xs) < 2:
+        raise ValueError("need at least two (x, y) points")
+    mean_x = sum(xs) / len(xs)
+    mean_y = sum(ys) / len(ys)
+    var_x = sum((x - mean_x) ** 2 for x in xs)
+    if var_x == 0:
+        raise ValueError("x values must not all be equal")
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / var_x
+    return mean_y - slope * mean_x, slope
+
+
+# --- Prometheus text ----------------------------------------------------------------------------------
+
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)")
+_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+@dataclass(frozen=True)
+class Sample:
+    name: str
+    labels: Mapping[str, str]
+    value: float
+
+
+def parse_prometheus(text: str, prefix: str = "") -> list[Sample]:
+    """Samples of a Prometheus text exposition (only metric names starting with `prefix`)."""
+    samples = []
+    for line in text.splitlines():
+        if not line or line.startswith("#") or (prefix and not line.startswith(prefix)):
+            continue
+        match = _SAMPLE.match(line)
+        if match is None:
+            continue
+        name, labels, value = match.groups()
+        parsed = {k: v.replace('\\"', '"').replace("\\\\", "\\") for k, v in _LABEL.findall(labels or "")}
+        try:
+            samples.append(Sample(name, parsed, float(value)))
+        except ValueError:
+            continue
+    return samples
+
+
+RequestKey = tuple[str, str, str, str]
+"""(verb, group, resource, subresource)."""
+
+
+def apiserver_requests(text: str) -> dict[RequestKey, float]:
+    """`apiserver_request_total` summed over code, scope, component, version and dry_run."""
+    totals: dict[RequestKey, float] = {}
+    for s in parse_prometheus(text, "apiserver_request_total{"):
+        key = (s.labels.get("verb", ""), s.labels.get("group", ""), s.labels.get("resource", ""),
+               s.labels.get("subresource", ""))
+        totals[key] = totals.get(key, 0.0) + s.value
+    return totals
+
+
+def operator_requests(text: str) -> dict[RequestKey, float]:
+    """`tfjob_api_requests_total` as (verb, "", resource, subresource), summed over code."""
+    totals: dict[RequestKey, float] = {}
+    for s in parse_prometheus(text, "tfjob_api_requests_total{"):
+        resource, _, sub = s.labels.get("resource", "").partition("/")
+        key = (s.labels.get("verb", ""), "", resource, sub)
+        totals[key] = totals.get(key, 0.0) + s.value
+    return totals
+
+
+def delta(before: Mapping[RequestKey, float], after: Mapping[RequestKey, float]) -> dict[RequestKey, float]:
+    """after - before for every key that changed."""
+    keys = set(before) | set(after)
+    changed = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in keys}
+    return {k: v for k, v in changed.items() if v}
+
+
+def writes(counts: Mapping[RequestKey, float], *, operator_only: bool = True) -> dict[str, float]:
+    """Write requests as `VERB resource[/sub]` → count; from the API server's labels (upper-case verbs)
+    restricted to what only the operator writes, or from the operator's own (lower-case verbs)."""
+    result: dict[str, float] = {}
+    for (verb, group, resource, sub), value in counts.items():
+        if verb in APISERVER_WRITE_VERBS:
+            if operator_only and (group, resource, sub) not in OPERATOR_RESOURCES:
+                continue
+        elif verb not in OPERATOR_WRITE_VERBS:
+            continue
+        name = f"{verb.lower()} {resource}{'/' + sub if sub else ''}"
+        result[name] = result.get(name, 0.0) + value
+    return dict(sorted(result.items()))
+
+
+def metric_value(text: str, name: str, **labels: str) -> float:
+    """Sum of the samples of `name` whose labels include `labels` (0 when absent)."""
+    return sum(s.value for s in parse_prometheus(text, name) if s.name == name
+               and all(s.labels.get(k) == v for k, v in labels.items()))
+
+
+# --- verdicts and tables ------------------------------------------------------------------------------
+
+
+def verdict(value: float | None, limit: float, *, at_least: bool = False) -> str:
+    """"pass"/"FAIL" for value ≤ limit (or ≥ with at_least); "n/a" when nothing was measured."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    ok = value >= limit if at_least else value <= limit
+    return "pass" if ok else "FAIL"
+
+
+def fmt(value: Any, digits: int = 2) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "-"
+        if abs(value) >= 100:
+            return f"{value:,.0f}"
+        return f"{value:.{digits}f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(fmt(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def machine() -> dict[str, Any]:
+    try:
+        mem_kib = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
+                       if line.startswith("MemTotal:"))
+    except (OSError, StopIteration, ValueError):
+        mem_kib = 0
+    return {"cpus": os.cpu_count(), "memory_gib": round(mem_kib / 2**20, 1), "python": platform.python_version(),
+            "date": datetime.now(UTC).strftime("%Y-%m-%d"), "loadavg": [round(x, 2) for x in os.getloadavg()]}
+
+
+def write_result(name: str, result: Mapping[str, Any]) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps({"benchmark": name, "machine": machine(), **result}, indent=2, default=str) + "\n")
+    return path
+
+
+def log(message: str) -> None:
+    print(f"  [{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+# --- /proc --------------------------------------------------------------------------------------------
+
+
+def proc_cpu_seconds(pid: int) -> float:
+    """utime + stime of a process (0 when it is gone)."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = text[text.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def proc_status_bytes(pid: int, key: str) -> int:
+    """A `Vm*` line of /proc/<pid>/status (VmRSS, VmHWM) in bytes (0 when it is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+class CpuMeter:
+    """CPU seconds per component (pids by name) between `start()` and `stop()`."""
+
+    def __init__(self, pids: Mapping[str, int]) -> None:
+        self.pids = {**pids, "bench": os.getpid()}
+        self._start: dict[str, float] = {}
+        self._wall = 0.0
+
+    def start(self) -> CpuMeter:
+        self._start = {name: proc_cpu_seconds(pid) for name, pid in self.pids.items()}
+        self._wall = time.monotonic()
+        return self
+
+    def stop(self) -> dict[str, float]:
+        wall = time.monotonic() - self._wall
+        used = {name: round(proc_cpu_seconds(pid) - self._start.get(name, 0.0), 2) for name, pid in self.pids.items()}
+        used["total"] = round(sum(used.values()), 2)
+        used["wall"] = round(wall, 2)
+        return used
+
+
+# --- the cluster --------------------------------------------------------------------------------------
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float, interval: float = 0.2) -> bool:
+    """Poll until predicate() is truthy (True) or timeout seconds passed (False); errors count as no."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if predicate():
+                return True
+        except (ApiError, OSError):
+            pass
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(interval)
+
+
+@dataclass
+class BenchCluster:
+    cluster: Cluster
+    kube: Kube
+
+    def apiserver_metrics(self) -> str:
+        return str(self.cluster.api.get("/metrics", timeout=60.0))
+
+    def apiserver_requests(self) -> dict[RequestKey, float]:
+        return apiserver_requests(self.apiserver_metrics())
+
+    def create_namespace(self, name: str) -> str:
+        self.kube.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+        if not wait_until(lambda: self.kube.get(f"/api/v1/namespaces/{name}/serviceaccounts/default"), 60):
+            raise RuntimeError(f"ServiceAccount default in {name} did not appear")
+        return name
+
+    def cpu_meter(self, operator: OperatorProcess | None = None) -> CpuMeter:
+        pids = dict(self.cluster.pids)
+        if operator is not None and operator.pid:
+            pids["operator"] = operator.pid
+        return CpuMeter(pids)
+
+
+CLUSTER_SHAPE: dict[str, Any] = {"nodes": 20, "cpus": "1000", "memory": "4Ti", "pods": "600", "gpus": 0}
+"""20 KWOK nodes x 600 pods: room for 12 000 pods; pods request nothing, so only the count matters."""
+
+
+@contextlib.contextmanager
+def fresh_cluster(pool_size: int = 96) -> Iterator[BenchCluster]:
+    """A new devcluster (empty etcd) with the TensorFlowJob CRD Established; always torn down."""
+    folder = Path(tempfile.mkdtemp(prefix="tfjob-bench-"))
+    cluster = Cluster(folder)
+    kube: Kube | None = None
+    try:
+        cluster.up(**CLUSTER_SHAPE, timeout=240.0)
+        cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRD))
+        kube = Kube.from_kubeconfig(str(cluster.kubeconfig), pool_size=pool_size)
+        crd_path = resource_path("apiextensions.k8s.io", "v1", "customresourcedefinitions", None,
+                                 "tensorflowjobs.kubeflow.org")
+
+        def established() -> bool:
+            conditions = ((kube.get(crd_path).get("status") or {}).get("conditions")) or []  # type: ignore[union-attr]
+            return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+
+        if not wait_until(established, 60):
+            raise RuntimeError("the TensorFlowJob CRD did not become Established")
+        # Discovery of the new group can lag behind Established; a create answers 404 until then.
+        if not wait_until(lambda: kube.list(resource_path("kubeflow.org", "v1", "tensorflowjobs")), 60):  # type: ignore[union-attr]
+            raise RuntimeError("tensorflowjobs are not served")
+        yield BenchCluster(cluster, kube)
+    finally:
+        if kube is not None:
+            kube.close()
+        cluster.down()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+# --- jobs ---------------------------------------------------------------------------------------------
+
+
+def tfjob(name: str, namespace: str, *, workers: int, ps: int = 1,
+          worker_annotations: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """A TensorFlowJob body: `ps` parameter servers and `workers` workers, the integration tests' template."""
+    def role(replicas: int, annotations: Mapping[str, str] | None = None) -> dict[str, Any]:
+        template = json.loads(json.dumps(TEMPLATE))
+        if annotations:
+            template["metadata"] = {"annotations": dict(annotations)}
+        return {"replicas": replicas, "restartPolicy": "OnFailure", "template": template}
+
+    spec: dict[str, Any] = {"worker": role(workers, worker_annotations)}
+    if ps:
+        spec["ps"] = role(ps)
+    return {"apiVersion": "kubeflow.org/v1", "kind": "TensorFlowJob",
+            "metadata": {"name": name, "namespace": namespace}, "spec": spec}
+
+
+def jobs_path(namespace: str, name: str | None = None) -> str:
+    return resource_path("kubeflow.org", "v1", "tensorflowjobs", namespace, name)
+
+
+def submit_jobs(kube: Kube, bodies: Sequence[dict[str, Any]], threads: int = 16) -> tuple[dict[str, float], list[dict]]:
+    """Create the jobs with `threads` concurrent requests; (name → monotonic submit time, created objects)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    submitted: dict[str, float] = {}
+
+    def create(body: dict[str, Any]) -> dict[str, Any]:
+        submitted[body["metadata"]["name"]] = time.monotonic()
+        return kube.create(jobs_path(body["metadata"]["namespace"]), body)
+
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        created = list(pool.map(create, bodies))
+    return submitted, created
+
+
+# --- the operator -------------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class OperatorProcess:
+    """`python -m controller.cli run` against a kubeconfig; the pattern of the integration fixture.
+
+    With `profile_dir`, the operator runs under bench/_sampler.py, which writes its stack samples
+    (folded, for flame graphs) and a summary there when the process exits.
+    """
+
+    def __init__(self, kubeconfig: str | os.PathLike[str], log_path: Path, args: Sequence[str],
+                 profile_dir: Path | None = None, profile_name: str = "operator") -> None:
+        self.metrics_port = free_port()
+        self.health_port = free_port()
+        self.log_path = log_path
+        entry = ["-m", "controller.cli"]
+        if profile_dir is not None:
+            profile_dir.mkdir(parents=True, exist_ok=True)
+            entry = ["-m", "bench._sampler", str(profile_dir / profile_name), "--", *entry]
+        self.argv = [sys.executable, *entry, "run", "--kubeconfig", str(kubeconfig),
+                     "--metrics-addr", f"127.0.0.1:{self.metrics_port}",
+                     "--health-addr", f"127.0.0.1:{self.health_port}", "--log-format", "json", *args]
+        self.process: subprocess.Popen[bytes] | None = None
+        self.started_at = 0.0
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid if self.process is not None else 0
+
+    def start(self) -> OperatorProcess:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log_file:
+            self.started_at = time.monotonic()
+            self.process = subprocess.Popen(self.argv, stdout=log_file, stderr=subprocess.STDOUT, cwd=ROOT)
+        return self
+
+    def wait_ready(self, timeout: float = 120.0, interval: float = 0.05) -> float:
+        """Seconds from start() until /readyz answered 200 (caches synced)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.ready():
+                return time.monotonic() - self.started_at
+            time.sleep(interval)
+        raise RuntimeError(f"operator not ready after {timeout}s:\n{self.tail()}")
+
+    def ready(self) -> bool:
+        assert self.process is not None
+        if self.process.poll() is not None:
+            raise RuntimeError(f"operator exited with {self.process.returncode}:\n{self.tail()}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}/readyz", timeout=2) as answer:
+                return bool(answer.status == 200)
+        except OSError:
+            return False
+
+    def metrics(self) -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=10) as answer:
+            return str(answer.read().decode())
+
+    def requests(self) -> dict[RequestKey, float]:
+        return operator_requests(self.metrics())
+
+    def rss(self) -> int:
+        return proc_status_bytes(self.pid, "VmRSS")
+
+    def hwm(self) -> int:
+        return proc_status_bytes(self.pid, "VmHWM")
+
+    def cpu_seconds(self) -> float:
+        return proc_cpu_seconds(self.pid)
+
+    def queue_idle(self) -> bool:
+        """The work queue is empty and no worker is busy (from workqueue_* metrics)."""
+        text = self.metrics()
+        depth = metric_value(text, "workqueue_depth", name="tensorflowjobs")
+        busy = metric_value(text, "workqueue_unfinished_work_seconds", name="tensorflowjobs")
+        return depth == 0 and busy == 0
+
+    def stop(self, timeout: float = 40.0) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(10)
+
+    def tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+
+@contextlib.contextmanager
+def running_operator(bench: BenchCluster, args: Sequence[str], log_path: Path,
+                     profile_dir: Path | None = None, profile_name: str = "operator") -> Iterator[OperatorProcess]:
+    operator = OperatorProcess(bench.cluster.kubeconfig, log_path, args, profile_dir, profile_name).start()
+    try:
+        operator.wait_ready()
+        yield operator
+    finally:
+        operator.stop()
+
+
+# --- watching -----------------------------------------------------------------------------------------
+
+
+def _is_running(pod: Mapping[str, Any]) -> bool:
+    return (pod.get("status") or {}).get("phase") == "Running"
+
+
+def _condition_true(job: Mapping[str, Any], kind: str) -> bool:
+    return any(c.get("type") == kind and c.get("status") == "True"
+               for c in (job.get("status") or {}).get("conditions") or [])
+
+
+@dataclass
+class PodTimes:
+    """What the benchmark's pod watch saw, in time.monotonic() seconds."""
+
+    first_seen: dict[str, float] = field(default_factory=dict)  # pod name → first ADDED of that name
+    added: dict[str, tuple[str, float]] = field(default_factory=dict)  # uid → (name, ADDED time)
+    running: dict[str, float] = field(default_factory=dict)  # uid → first seen Running
+    deleted: dict[str, float] = field(default_factory=dict)  # uid → DELETED time
+    phase: dict[str, str] = field(default_factory=dict)  # uid → last phase
+    job_of: dict[str, str] = field(default_factory=dict)  # pod name → job label
+    live: dict[str, str] = field(default_factory=dict)  # name → uid of the pod holding it now
+
+
+@dataclass
+class JobTimes:
+    running: dict[str, float] = field(default_factory=dict)  # job name → first Running=True
+    succeeded: dict[str, float] = field(default_factory=dict)
+
+
+class Recorder:
+    """Lists, then watches one collection in a daemon thread; calls `on_event(t, type, obj)` for every
+    ADDED/MODIFIED/DELETED with the monotonic time it arrived. `wait(pred, timeout)` waits on it."""
+
+    def __init__(self, kube: Kube, path: str, on_event: Callable[[float, str, dict[str, Any]], None],
+                 label_selector: str | None = None) -> None:
+        self.kube = kube
+        self.path = path
+        self.on_event = on_event
+        self.query = {"labelSelector": label_selector} if label_selector else {}
+        self.cond = threading.Condition()
+        self._stop = threading.Event()
+        self._stream: Any = None
+        self._thread = threading.Thread(target=self._run, name=f"recorder {path}", daemon=True)
+        self._synced = threading.Event()
+        self.events = 0
+
+    def start(self) -> Recorder:
+        self._thread.start()
+        if not self._synced.wait(60):
+            raise RuntimeError(f"watch on {self.path} did not start")
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        stream = self._stream
+        if stream is not None:
+            stream.close()
+        self._thread.join(10)
+
+    def wait(self, predicate: Callable[[], bool], timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while not predicate():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self.cond.wait(min(remaining, 1.0))
+        return True
+
+    def _deliver(self, event_type: str, obj: dict[str, Any]) -> None:
+        now = time.monotonic()
+        with self.cond:
+            self.events += 1
+            self.on_event(now, event_type, obj)
+            self.cond.notify_all()
+
+    def _run(self) -> None:
+        resource_version = ""
+        while not self._stop.is_set():
+            try:
+                if not resource_version:
+                    listing = self.kube.list(self.path, **self.query)
+                    for item in listing.get("items") or []:
+                        self._deliver("ADDED", item)
+                    resource_version = str(listing["metadata"]["resourceVersion"])
+                    self._synced.set()
+                self._stream = self.kube.watch(self.path, resource_version=resource_version, timeout_seconds=1800,
+                                               read_timeout=120.0, **self.query)
+                for event in self._stream:
+                    obj = event.get("object") or {}
+                    if event.get("type") == "ERROR":
+                        resource_version = ""  # expired: list again
+                        break
+                    rv = (obj.get("metadata") or {}).get("resourceVersion")
+                    if rv:
+                        resource_version = str(rv)
+                    if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
+                        self._deliver(str(event["type"]), obj)
+            except ApiError as error:
+                if self._stop.is_set():
+                    return
+                log(f"watch {self.path}: {error}; retrying")
+                if error.gone:
+                    resource_version = ""
+                time.sleep(0.5)
+            finally:
+                self._stream = None
+
+
+class PodRecorder(Recorder):
+    def __init__(self, kube: Kube, namespace: str) -> None:
+        self.times = PodTimes()
+        super().__init__(kube, resource_path("", "v1", "pods", namespace), self._record)
+
+    def _record(self, now: float, event_type: str, pod: dict[str, Any]) -> None:
+        t = self.times
+        meta = pod["metadata"]
+        name, uid = meta["name"], meta["uid"]
+        if event_type == "DELETED":
+            t.deleted.setdefault(uid, now)
+            if t.live.get(name) == uid:
+                del t.live[name]
+            return
+        if uid not in t.added:
+            t.added[uid] = (name, now)
+            t.first_seen.setdefault(name, now)
+            t.job_of[name] = (meta.get("labels") or {}).get(JOB_NAME_LABEL, "")
+            t.live[name] = uid
+        t.phase[uid] = (pod.get("status") or {}).get("phase") or "Pending"
+        if _is_running(pod):
+            t.running.setdefault(uid, now)
+        if meta.get("deletionTimestamp") and t.live.get(name) == uid:
+            del t.live[name]
+
+
+class JobRecorder(Recorder):
+    def __init__(self, kube: Kube, namespace: str) -> None:
+        self.times = JobTimes()
+        super().__init__(kube, jobs_path(namespace), self._record)
+
+    def _record(self, now: float, event_type: str, job: dict[str, Any]) -> None:
+        name = job["metadata"]["name"]
+        if event_type != "DELETED" and _condition_true(job, "Running"):
+            self.times.running.setdefault(name, now)
+        if event_type != "DELETED" and _condition_true(job, "Succeeded"):
+            self.times.succeeded.setdefault(name, now)
+
+
+class CountRecorder(Recorder):
+    """Counts distinct objects ever added (Services)."""
+
+    def __init__(self, kube: Kube, path: str) -> None:
+        self.first_seen: dict[str, float] = {}
+        super().__init__(kube, path, self._record)
+
+    def _record(self, now: float, event_type: str, obj: dict[str, Any]) -> None:
+        if event_type != "DELETED":
+            self.first_seen.setdefault(obj["metadata"]["name"], now)

@@ -1,0 +1,151 @@
+"""A small in-process sampling profiler for the operator: `python -m bench._sampler OUT -- -m MODULE ARGS...`.
+
+Runs MODULE as `__main__` (like `python -m`) while a daemon thread takes a snapshot of every
+thread's Python stack (`sys._current_frames()`) every INTERVAL seconds. A sample whose innermost
+frame is a known blocking call (a lock or condition wait, a socket or SSL read, `select`) counts as
+idle; the others are "busy" — running Python, or waiting for the GIL or for a contended lock at
+that line. At exit it writes:
+
+* `OUT.folded`: busy stacks in the folded format flame-graph tools read
+  (`thread;file:function;... count`), thread names with digits collapsed (`worker-N`);
+* `OUT.json`: busy samples per thread group, the top functions by self and inclusive samples, and
+  each thread's CPU seconds from /proc/self/task/<tid>/stat (exact, from the kernel).
+
+Unlike cProfile it sees every thread and costs about 1-3 % of one core at 100 Hz; unlike py-spy it
+needs nothing installed. It only reads frames, so the profiled code runs unchanged.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import json
+import os
+import re
+import runpy
+import sys
+import threading
+import time
+from pathlib import Path
+from types import FrameType
+
+INTERVAL = float(os.environ.get("TFJOB_SAMPLER_INTERVAL", "0.01"))
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+# (file name ending, function) of innermost frames that mean "blocked, not using the CPU".
+IDLE_LEAVES = {
+    ("threading.py", "wait"), ("threading.py", "_wait_for_tstate_lock"), ("threading.py", "acquire"),
+    ("selectors.py", "select"), ("socket.py", "readinto"), ("socket.py", "accept"), ("ssl.py", "read"),
+    ("ssl.py", "recv_into"), ("queue.py", "get"), ("socketserver.py", "serve_forever"),
+    ("_sampler.py", "_run"),
+}
+
+
+def _group(name: str) -> str:
+    return re.sub(r"\d+", "N", name)
+
+
+class Sampler:
+    def __init__(self, interval: float = INTERVAL) -> None:
+        self.interval = interval
+        self.stacks: collections.Counter[tuple[str, ...]] = collections.Counter()
+        self.busy: collections.Counter[str] = collections.Counter()
+        self.total: collections.Counter[str] = collections.Counter()
+        self.samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="sampler", daemon=True)
+        self._native: dict[int, str] = {}
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        own = threading.get_ident()
+        while not self._stop.wait(self.interval):
+            names = {t.ident: t.name for t in threading.enumerate()}
+            for t in threading.enumerate():
+                if t.native_id is not None:
+                    self._native[t.native_id] = t.name
+            self.samples += 1
+            for ident, frame in sys._current_frames().items():
+                if ident == own:
+                    continue
+                group = _group(names.get(ident, "?"))
+                self.total[group] += 1
+                if self._idle(frame):
+                    continue
+                self.busy[group] += 1
+                self.stacks[(group, *self._stack(frame))] += 1
+
+    @staticmethod
+    def _idle(frame: FrameType) -> bool:
+        code = frame.f_code
+        return (Path(code.co_filename).name, code.co_name) in IDLE_LEAVES
+
+    @staticmethod
+    def _stack(frame: FrameType | None) -> list[str]:
+        names = []
+        while frame is not None:
+            code = frame.f_code
+            parts = Path(code.co_filename).parts
+            where = "/".join(parts[-2:]) if len(parts) >= 2 else code.co_filename
+            names.append(f"{where}:{code.co_name}")
+            frame = frame.f_back
+        names.reverse()
+        return names
+
+    def thread_cpu(self) -> dict[str, float]:
+        """CPU seconds per thread group, from the kernel's per-thread accounting."""
+        cpu: collections.Counter[str] = collections.Counter()
+        for tid, name in self._native.items():
+            try:
+                text = Path(f"/proc/self/task/{tid}/stat").read_text()
+            except OSError:
+                continue
+            fields = text[text.rindex(")") + 2:].split()
+            cpu[_group(name)] += (int(fields[11]) + int(fields[12])) / CLK_TCK
+        return {k: round(v, 2) for k, v in cpu.most_common()}
+
+    def dump(self, out: str) -> None:
+        self._stop.set()
+        self._thread.join(2)
+        base = Path(out)
+        base.parent.mkdir(parents=True, exist_ok=True)
+        with open(f"{base}.folded", "w") as folded:
+            for stack, count in self.stacks.most_common():
+                folded.write(";".join(stack) + f" {count}\n")
+        self_counts: collections.Counter[str] = collections.Counter()
+        inclusive: collections.Counter[str] = collections.Counter()
+        for stack, count in self.stacks.items():
+            self_counts[stack[-1]] += count
+            for name in set(stack[1:]):
+                inclusive[name] += count
+        busy_total = sum(self.busy.values()) or 1
+        summary = {
+            "interval_s": self.interval,
+            "samples": self.samples,
+            "process_cpu_s": round(sum(os.times()[:2]), 2),
+            "thread_cpu_s": self.thread_cpu(),
+            "busy_samples_by_thread": dict(self.busy.most_common()),
+            "top_self": [(name, count, round(count / busy_total, 3)) for name, count in self_counts.most_common(40)],
+            "top_inclusive": [(name, count, round(count / busy_total, 3))
+                              for name, count in inclusive.most_common(60)],
+        }
+        Path(f"{base}.json").write_text(json.dumps(summary, indent=1) + "\n")
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    if len(args) < 4 or args[1] != "--" or args[2] != "-m":
+        raise SystemExit("usage: python -m bench._sampler OUT -- -m MODULE [ARGS...]")
+    out, module, rest = args[0], args[3], args[4:]
+    sampler = Sampler()
+    atexit.register(sampler.dump, out)
+    sampler.start()
+    sys.argv = [module, *rest]
+    time.sleep(0)
+    runpy.run_module(module, run_name="__main__", alter_sys=True)
+
+
+if __name__ == "__main__":
+    main()

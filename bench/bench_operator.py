@@ -1,0 +1,690 @@
+"""Benchmark: the operator on a local control plane, against the API server's own ceiling (issue #8).
+
+Every measurement starts a fresh devcluster (etcd, kube-apiserver, controller-manager, scheduler,
+KWOK with 20 nodes x 600 pods; see `_harness.fresh_cluster`) and runs the operator as a subprocess
+(`python -m controller.cli run ...`). All times come from watches in this process (one monotonic
+clock), never from `creationTimestamp`. Ratios are against baselines measured in the same run:
+
+* **B0 ceiling** — no operator: a plain raw-JSON client (`controller.kube.Kube`, no client-side
+  QPS limit) creates the very Services and Pods the operator would create (built by
+  `controller.builders` for real TensorFlowJobs) at concurrency 1, 4, 16, 64. The best objects/s
+  (time until the watch has seen every object) is the ceiling; the time until every pod is Running
+  (scheduler + KWOK) is the Running baseline.
+* **B1 burst** — N jobs of 1 ps + 4 workers submitted at once: time from the first submit until every
+  pod and Service exists, and until every job is Running; per-job p50/p99; efficiency = operator
+  objects/s ÷ B0 ceiling.
+* **B2 wide job** — one job with 1 000 workers: time to all pods, against the raw client creating the
+  same 1 000 pods (their TF_CONFIG lists 1 000 addresses, so they are far bigger than B0's pods) at
+  B0's best concurrency, and against the B0 ceiling.
+* **B3 recovery** — with 200 jobs Running, delete a random Running pod (grace 0, so KWOK's deletion
+  time is excluded) every second, 100 times: p50/p99 from the DELETE's return to the replacement's
+  ADDED event (and to Running).
+* **B4 steady state** — 10 000 pods cached (1 000 jobs x (1 ps + 9 workers)): operator RSS and idle
+  CPU over 30 s; then a restart: seconds until /readyz (caches synced) and the writes the new process
+  makes (its own `tfjob_api_requests_total`, cross-checked with the API server's `apiserver_request_total`).
+* **B5 API calls per job** — jobs that run to success (workers exit 0 after 5 s; the ps is cleaned up):
+  writes per job by verb and resource, against pods + 1 Service + 3 status writes + cleanup deletes.
+* **B6 scaling** — the burst at N = 100, 300, 1 000 (shared with B1): per-job time and the fitted slope
+  of T(N) = a + b·N; per-job time at the largest N within 1.2x of the smallest.
+
+Run: `make bench`, `python -m bench operator`, or `python -m bench.bench_operator [--quick] [b0 b3 ...]`.
+Knobs (environment): TFJOB_BENCH_QUICK=1 (small sizes, minutes), TFJOB_BENCH_SCENARIOS=b1,b3,
+TFJOB_BENCH_OPERATOR_ARGS="--workers 4 --qps 50 --burst 100" (the operator's flags; these are its
+defaults), TFJOB_BENCH_BURST_SIZES=100,300,1000, TFJOB_BENCH_PROFILE=DIR (run the operator under
+bench/_sampler.py; profiles land in DIR). Each scenario prints table rows and writes
+bench/results/<scenario>.json; the summary goes to bench/results/operator.json. Operator logs are in
+bench/results/logs/. Every wait is bounded, so a stuck scenario ends by itself (marked in the JSON).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shlex
+import sys
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench._harness import (
+    RESULTS,
+    BenchCluster,
+    CountRecorder,
+    JobRecorder,
+    OperatorProcess,
+    PodRecorder,
+    delta,
+    fit_line,
+    fmt,
+    log,
+    machine,
+    markdown_table,
+    percentile,
+    running_operator,
+    submit_jobs,
+    tfjob,
+    verdict,
+    wait_until,
+    write_result,
+    writes,
+)
+from bench._harness import (
+    fresh_cluster as _fresh_cluster,
+)
+from controller.builders import build_pods, build_service
+from controller.defaults import apply_defaults
+from controller.kube import ApiError, Kube, resource_path
+
+SCENARIOS = ("b0", "b1", "b2", "b3", "b4", "b5", "b6")
+DEFAULT_OPERATOR_ARGS = "--workers 4 --qps 50 --burst 100"
+LOGS = RESULTS / "logs"
+
+TARGET_EFFICIENCY = 0.85
+TARGET_RECOVERY_P50 = 0.200
+TARGET_RECOVERY_P99 = 1.0
+TARGET_RSS = 150e6
+TARGET_SYNC = 10.0
+TARGET_SCALING = 1.2
+STATUS_WRITES_BUDGET = 3
+
+
+@dataclass
+class Config:
+    quick: bool = False
+    scenarios: tuple[str, ...] = SCENARIOS
+    operator_args: list[str] = field(default_factory=lambda: shlex.split(DEFAULT_OPERATOR_ARGS))
+    profile_dir: Path | None = None
+    concurrency: tuple[int, ...] = (1, 4, 16, 64)
+    ceiling_jobs: int = 200
+    burst_sizes: tuple[int, ...] = (100, 300, 1000)
+    wide_workers: int = 1000
+    recovery_jobs: int = 200
+    recovery_deletions: int = 100
+    recovery_interval: float = 1.0
+    steady_jobs: int = 1000
+    steady_workers: int = 9
+    steady_idle: float = 30.0
+    api_jobs: int = 10
+
+    @classmethod
+    def load(cls, argv: Sequence[str], env: dict[str, str]) -> Config:
+        quick = "--quick" in argv or env.get("TFJOB_BENCH_QUICK", "").lower() in ("1", "true", "yes")
+        cfg = cls(quick=quick)
+        if quick:
+            cfg.ceiling_jobs, cfg.burst_sizes, cfg.wide_workers = 40, (20, 60, 200), 200
+            cfg.recovery_jobs, cfg.recovery_deletions = 40, 20
+            cfg.steady_jobs, cfg.steady_workers, cfg.steady_idle, cfg.api_jobs = 100, 9, 10.0, 3
+        wanted = [a.lower() for a in argv if a.lower() in SCENARIOS]
+        wanted += [s.strip().lower() for s in env.get("TFJOB_BENCH_SCENARIOS", "").split(",") if s.strip()]
+        if wanted:
+            cfg.scenarios = tuple(s for s in SCENARIOS if s in wanted)
+        if env.get("TFJOB_BENCH_OPERATOR_ARGS"):
+            cfg.operator_args = shlex.split(env["TFJOB_BENCH_OPERATOR_ARGS"])
+        if env.get("TFJOB_BENCH_BURST_SIZES"):
+            cfg.burst_sizes = tuple(int(x) for x in env["TFJOB_BENCH_BURST_SIZES"].split(","))
+        if env.get("TFJOB_BENCH_PROFILE"):
+            cfg.profile_dir = Path(env["TFJOB_BENCH_PROFILE"]).resolve()
+        return cfg
+
+
+def fresh_cluster(pool_size: int = 96) -> Any:
+    log("starting a fresh devcluster")
+    return _fresh_cluster(pool_size)
+
+
+def operator(bench: BenchCluster, cfg: Config, name: str) -> Any:
+    return running_operator(bench, cfg.operator_args, LOGS / f"{name}.log", cfg.profile_dir, name)
+
+
+def bounded(count: int, per_item: float = 0.25, base: float = 60.0, cap: float = 1800.0) -> float:
+    """A wait's timeout: generous, proportional to the work, and never unbounded."""
+    return min(cap, base + per_item * count)
+
+
+def job_objects(job: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The Service and Pods the operator would create for a stored job, as (plural, body)."""
+    defaulted = apply_defaults(job)
+    return [("services", build_service(defaulted)), *(("pods", pod) for pod in build_pods(defaulted))]
+
+
+def create_raw(kube: Kube, namespace: str, objects: list[tuple[str, dict[str, Any]]],
+               concurrency: int) -> list[float]:
+    """Create the objects with `concurrency` threads; the latency of every request."""
+    latencies: list[float] = []
+
+    def create(item: tuple[str, dict[str, Any]]) -> None:
+        plural, body = item
+        started = time.monotonic()
+        kube.create(resource_path("", "v1", plural, namespace), body)
+        latencies.append(time.monotonic() - started)
+
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        list(pool.map(create, objects))
+    return latencies
+
+
+def wait_all(pods: PodRecorder, services: CountRecorder | None, n_pods: int, n_services: int,
+             timeout: float) -> bool:
+    ok = pods.wait(lambda: len(pods.times.first_seen) >= n_pods, timeout)
+    if services is not None:
+        ok = services.wait(lambda: len(services.first_seen) >= n_services, 30 if not ok else timeout) and ok
+    return ok
+
+
+def last(values: Any) -> float:
+    values = list(values)
+    return max(values) if values else float("nan")
+
+
+# --- B0 -----------------------------------------------------------------------------------------------
+
+
+def b0_ceiling(cfg: Config) -> dict[str, Any]:
+    rows = []
+    for concurrency in cfg.concurrency:
+        with fresh_cluster(pool_size=concurrency + 8) as bench:
+            ns = bench.create_namespace("bench")
+            bodies = [tfjob(f"job-{i:04d}", ns, workers=4) for i in range(cfg.ceiling_jobs)]
+            _, created = submit_jobs(bench.kube, bodies)  # the owners; no operator runs
+            objects = [o for job in created for o in job_objects(job)]
+            n_pods = sum(1 for plural, _ in objects if plural == "pods")
+            n_services = len(objects) - n_pods
+            pods = PodRecorder(bench.kube, ns).start()
+            services = CountRecorder(bench.kube, resource_path("", "v1", "services", ns)).start()
+            meter = bench.cpu_meter().start()
+            start = time.monotonic()
+            latencies = create_raw(bench.kube, ns, objects, concurrency)
+            requests_done = time.monotonic() - start
+            created_ok = wait_all(pods, services, n_pods, n_services, bounded(len(objects)))
+            seen = max(last(pods.times.first_seen.values()), last(services.first_seen.values())) - start
+            running_ok = pods.wait(lambda p=pods, n=n_pods: len(p.times.running) >= n, bounded(n_pods))
+            all_running = last(pods.times.running.values()) - start
+            cpu = meter.stop()
+            pods.stop()
+            services.stop()
+        row = {
+            "concurrency": concurrency, "objects": len(objects), "pods": n_pods, "services": n_services,
+            "requests_s": round(requests_done, 2), "all_seen_s": round(seen, 2),
+            "objects_per_s": round(len(objects) / seen, 1), "requests_per_s": round(len(objects) / requests_done, 1),
+            "create_p50_ms": round(percentile(latencies, 50) * 1000, 1),
+            "create_p99_ms": round(percentile(latencies, 99) * 1000, 1),
+            "all_running_s": round(all_running, 2), "pods_running_per_s": round(n_pods / all_running, 1),
+            "complete": created_ok and running_ok, "cpu_s": cpu,
+        }
+        rows.append(row)
+        print(f"  B0 c={concurrency:<3} {row['objects']} objects in {row['all_seen_s']:.2f} s = "
+              f"{row['objects_per_s']:.0f} objects/s (create p50 {row['create_p50_ms']} ms, "
+              f"p99 {row['create_p99_ms']} ms); all Running after {row['all_running_s']:.1f} s; "
+              f"cpu {cpu}", flush=True)
+    best = max(rows, key=lambda r: r["objects_per_s"])
+    result = {"rows": rows, "ceiling_objects_per_s": best["objects_per_s"], "best_concurrency": best["concurrency"],
+              "running_pods_per_s": max(r["pods_running_per_s"] for r in rows)}
+    write_result("b0_ceiling", result)
+    return result
+
+
+# --- B1 / B6 ------------------------------------------------------------------------------------------
+
+
+def burst(cfg: Config, n: int, ceiling: dict[str, Any] | None) -> dict[str, Any]:
+    with fresh_cluster() as bench:
+        ns = bench.create_namespace("bench")
+        pods = PodRecorder(bench.kube, ns).start()
+        services = CountRecorder(bench.kube, resource_path("", "v1", "services", ns)).start()
+        jobs = JobRecorder(bench.kube, ns).start()
+        with operator(bench, cfg, f"b1-burst-{n}") as op:
+            api_before, op_before = bench.apiserver_requests(), op.requests()
+            meter = bench.cpu_meter(op).start()
+            bodies = [tfjob(f"job-{i:04d}", ns, workers=4) for i in range(n)]
+            submitted, _ = submit_jobs(bench.kube, bodies)
+            start = min(submitted.values())
+            created_ok = wait_all(pods, services, 5 * n, n, bounded(6 * n))
+            created = max(last(pods.times.first_seen.values()), last(services.first_seen.values())) - start
+            running_ok = jobs.wait(lambda: len(jobs.times.running) >= n, bounded(5 * n))
+            running = last(jobs.times.running.values()) - start
+            cpu = meter.stop()
+            rss, hwm = op.rss(), op.hwm()
+            api_writes = writes(delta(api_before, bench.apiserver_requests()))
+            op_writes = writes(delta(op_before, op.requests()))
+        for recorder in (pods, services, jobs):
+            recorder.stop()
+    per_job_created = []
+    for name, t_submit in submitted.items():
+        times = [t for pod, t in pods.times.first_seen.items() if pods.times.job_of.get(pod) == name]
+        if len(times) == 5:
+            per_job_created.append(max(times) - t_submit)
+    per_job_running = [jobs.times.running[name] - t for name, t in submitted.items() if name in jobs.times.running]
+    objects_per_s = 6 * n / created
+    result = {
+        "n": n, "pods": 5 * n, "services": n, "complete": created_ok and running_ok,
+        "all_created_s": round(created, 2), "all_running_s": round(running, 2),
+        "objects_per_s": round(objects_per_s, 1),
+        "per_job_created_p50_s": round(percentile(per_job_created, 50), 3),
+        "per_job_created_p99_s": round(percentile(per_job_created, 99), 3),
+        "per_job_running_p50_s": round(percentile(per_job_running, 50), 3),
+        "per_job_running_p99_s": round(percentile(per_job_running, 99), 3),
+        "seconds_per_job_created": round(created / n, 4), "seconds_per_job_running": round(running / n, 4),
+        "operator_cpu_s": cpu.get("operator"),
+        "operator_cpu_ms_per_pod": round(1000 * cpu.get("operator", 0) / (5 * n), 2),
+        "operator_rss_mb": round(rss / 1e6, 1), "operator_hwm_mb": round(hwm / 1e6, 1),
+        "cpu_s": cpu, "operator_writes": op_writes, "apiserver_writes": api_writes,
+    }
+    if ceiling:
+        result["ceiling_objects_per_s"] = ceiling["ceiling_objects_per_s"]
+        result["efficiency"] = round(objects_per_s / ceiling["ceiling_objects_per_s"], 3)
+        best_running = min(r["all_running_s"] for r in ceiling["rows"]) / ceiling["rows"][0]["pods"]
+        result["running_efficiency"] = round(best_running * 5 * n / running, 3)
+    write_result(f"b1_burst_{n}", result)
+    print(f"  B1 N={n:<5} all {6 * n} objects after {result['all_created_s']:.2f} s "
+          f"({result['objects_per_s']:.0f}/s, efficiency {fmt(result.get('efficiency'))}); all Running after "
+          f"{result['all_running_s']:.2f} s; per-job created p50/p99 {result['per_job_created_p50_s']}/"
+          f"{result['per_job_created_p99_s']} s, Running p50/p99 {result['per_job_running_p50_s']}/"
+          f"{result['per_job_running_p99_s']} s; operator cpu {result['operator_cpu_s']} s, RSS "
+          f"{result['operator_rss_mb']} MB; writes {op_writes}", flush=True)
+    return result
+
+
+def b6_scaling(bursts: list[dict[str, Any]]) -> dict[str, Any]:
+    ns = [b["n"] for b in bursts]
+    created = [b["all_created_s"] for b in bursts]
+    running = [b["all_running_s"] for b in bursts]
+    a_c, b_c = fit_line(ns, created)
+    a_r, b_r = fit_line(ns, running)
+    small, large = bursts[0], bursts[-1]
+    ratio_c = large["seconds_per_job_created"] / small["seconds_per_job_created"]
+    ratio_r = large["seconds_per_job_running"] / small["seconds_per_job_running"]
+    result = {
+        "points": [{k: b[k] for k in ("n", "all_created_s", "all_running_s", "seconds_per_job_created",
+                                      "seconds_per_job_running", "per_job_running_p99_s")} for b in bursts],
+        "created_fit": {"intercept_s": round(a_c, 3), "slope_s_per_job": round(b_c, 4)},
+        "running_fit": {"intercept_s": round(a_r, 3), "slope_s_per_job": round(b_r, 4)},
+        "per_job_ratio_created": round(ratio_c, 3), "per_job_ratio_running": round(ratio_r, 3),
+    }
+    write_result("b6_scaling", result)
+    print(f"  B6 T_created(N) = {a_c:.2f} s + {b_c * 1000:.1f} ms·N; T_running(N) = {a_r:.2f} s + "
+          f"{b_r * 1000:.1f} ms·N; per-job time N={large['n']} vs N={small['n']}: created x{ratio_c:.2f}, "
+          f"Running x{ratio_r:.2f}", flush=True)
+    return result
+
+
+# --- B2 -----------------------------------------------------------------------------------------------
+
+
+def b2_wide(cfg: Config, ceiling: dict[str, Any] | None) -> dict[str, Any]:
+    workers = cfg.wide_workers
+    concurrency = ceiling["best_concurrency"] if ceiling else 16
+    with fresh_cluster() as bench:  # the raw client, same pods
+        ns = bench.create_namespace("bench")
+        _, (job,) = submit_jobs(bench.kube, [tfjob("wide", ns, workers=workers, ps=0)])
+        objects = job_objects(job)
+        pods = PodRecorder(bench.kube, ns).start()
+        start = time.monotonic()
+        create_raw(bench.kube, ns, objects, concurrency)
+        raw_ok = pods.wait(lambda: len(pods.times.first_seen) >= workers, bounded(workers))
+        raw_created = last(pods.times.first_seen.values()) - start
+        raw_running_ok = pods.wait(lambda: len(pods.times.running) >= workers, bounded(workers))
+        raw_running = last(pods.times.running.values()) - start
+        pods.stop()
+    with fresh_cluster() as bench:
+        ns = bench.create_namespace("bench")
+        pods = PodRecorder(bench.kube, ns).start()
+        jobs = JobRecorder(bench.kube, ns).start()
+        with operator(bench, cfg, "b2-wide") as op:
+            api_before = bench.apiserver_requests()
+            meter = bench.cpu_meter(op).start()
+            submitted, _ = submit_jobs(bench.kube, [tfjob("wide", ns, workers=workers, ps=0)])
+            start = submitted["wide"]
+            ok = pods.wait(lambda: len(pods.times.first_seen) >= workers, bounded(workers, per_item=1.0))
+            created = last(pods.times.first_seen.values()) - start
+            running_ok = jobs.wait(lambda: "wide" in jobs.times.running, bounded(workers, per_item=0.5))
+            running = jobs.times.running.get("wide", float("nan")) - start
+            cpu = meter.stop()
+            rss, hwm = op.rss(), op.hwm()
+            api_writes = writes(delta(api_before, bench.apiserver_requests()))
+        pods.stop()
+        jobs.stop()
+    result = {
+        "workers": workers, "complete": raw_ok and raw_running_ok and ok and running_ok,
+        "raw_concurrency": concurrency, "raw_all_created_s": round(raw_created, 2),
+        "raw_all_running_s": round(raw_running, 2),
+        "operator_all_created_s": round(created, 2), "operator_all_running_s": round(running, 2),
+        "efficiency_vs_same_pods": round(raw_created / created, 3),
+        "operator_objects_per_s": round((workers + 1) / created, 1),
+        "operator_cpu_s": cpu.get("operator"), "operator_rss_mb": round(rss / 1e6, 1),
+        "operator_hwm_mb": round(hwm / 1e6, 1), "cpu_s": cpu, "apiserver_writes": api_writes,
+    }
+    if ceiling:
+        result["efficiency_vs_ceiling"] = round(result["operator_objects_per_s"] / ceiling["ceiling_objects_per_s"], 3)
+    write_result("b2_wide", result)
+    print(f"  B2 {workers} workers: operator all pods after {created:.2f} s (raw client, same pods: "
+          f"{raw_created:.2f} s → efficiency {result['efficiency_vs_same_pods']}; vs B0 ceiling "
+          f"{fmt(result.get('efficiency_vs_ceiling'))}); job Running after {running:.2f} s (raw pods all Running "
+          f"{raw_running:.2f} s); operator cpu {cpu.get('operator')} s, HWM {result['operator_hwm_mb']} MB",
+          flush=True)
+    return result
+
+
+# --- B3 -----------------------------------------------------------------------------------------------
+
+
+def b3_recovery(cfg: Config) -> dict[str, Any]:
+    n = cfg.recovery_jobs
+    rng = random.Random(8)
+    deletions: list[tuple[str, str, float, float]] = []  # name, old uid, sent, returned
+    with fresh_cluster() as bench:
+        ns = bench.create_namespace("bench")
+        pods = PodRecorder(bench.kube, ns).start()
+        jobs = JobRecorder(bench.kube, ns).start()
+        with operator(bench, cfg, "b3-recovery") as op:
+            submit_jobs(bench.kube, [tfjob(f"job-{i:04d}", ns, workers=4) for i in range(n)])
+            ready = jobs.wait(lambda: len(jobs.times.running) >= n, bounded(5 * n))
+            log(f"{len(jobs.times.running)}/{n} jobs Running; deleting pods")
+            wait_until(op.queue_idle, 30)
+            meter = bench.cpu_meter(op).start()
+            begin = time.monotonic()
+            for i in range(cfg.recovery_deletions):
+                time.sleep(max(0.0, begin + i * cfg.recovery_interval - time.monotonic()))
+                with pods.cond:
+                    candidates = sorted((name, uid) for name, uid in pods.times.live.items()
+                                        if pods.times.phase.get(uid) == "Running")
+                if not candidates:
+                    continue
+                name, uid = rng.choice(candidates)
+                sent = time.monotonic()
+                try:
+                    bench.kube.delete(resource_path("", "v1", "pods", ns, name), uid=uid, grace_seconds=0)
+                except ApiError as error:
+                    log(f"delete {name}: {error}")
+                    continue
+                deletions.append((name, uid, sent, time.monotonic()))
+
+            def replaced() -> bool:
+                return all(replacement(pods, name, uid, sent) is not None for name, uid, sent, _ in deletions)
+
+            all_replaced = pods.wait(replaced, 60)
+            pods.wait(lambda: all(pods.times.running.get(replacement(pods, name, uid, sent) or "") is not None
+                                  for name, uid, sent, _ in deletions), 30)
+            cpu = meter.stop()
+        pods.stop()
+        jobs.stop()
+    to_created, to_running, missing = [], [], 0
+    for name, uid, sent, returned in deletions:
+        new = replacement(pods, name, uid, sent)
+        if new is None:
+            missing += 1
+            continue
+        to_created.append(max(0.0, pods.times.added[new][1] - returned))
+        if new in pods.times.running:
+            to_running.append(max(0.0, pods.times.running[new] - returned))
+    result = {
+        "jobs": n, "deletions": len(deletions), "missing_replacements": missing,
+        "complete": ready and all_replaced,
+        "created_p50_ms": round(percentile(to_created, 50) * 1000, 1),
+        "created_p99_ms": round(percentile(to_created, 99) * 1000, 1),
+        "created_max_ms": round(last(to_created) * 1000, 1),
+        "running_p50_ms": round(percentile(to_running, 50) * 1000, 1),
+        "running_p99_ms": round(percentile(to_running, 99) * 1000, 1),
+        "cpu_s": cpu,
+    }
+    write_result("b3_recovery", result)
+    print(f"  B3 {len(deletions)} deletions among {5 * n} pods: replacement exists after p50 "
+          f"{result['created_p50_ms']} ms, p99 {result['created_p99_ms']} ms (max {result['created_max_ms']}); "
+          f"Running p50 {result['running_p50_ms']} ms, p99 {result['running_p99_ms']} ms; missing {missing}",
+          flush=True)
+    return result
+
+
+def replacement(pods: PodRecorder, name: str, old_uid: str, after: float) -> str | None:
+    """The uid of the first pod named `name`, other than old_uid, added after `after`."""
+    best: tuple[float, str] | None = None
+    for uid, (pod_name, added) in list(pods.times.added.items()):
+        if pod_name == name and uid != old_uid and added >= after and (best is None or added < best[0]):
+            best = (added, uid)
+    return best[1] if best else None
+
+
+# --- B4 -----------------------------------------------------------------------------------------------
+
+
+def b4_steady(cfg: Config) -> dict[str, Any]:
+    n, per_job = cfg.steady_jobs, cfg.steady_workers + 1
+    total = n * per_job
+    with fresh_cluster() as bench:
+        ns = bench.create_namespace("bench")
+        pods = PodRecorder(bench.kube, ns).start()
+        jobs = JobRecorder(bench.kube, ns).start()
+        first = OperatorProcess(bench.cluster.kubeconfig, LOGS / "b4-steady.log", cfg.operator_args,
+                                cfg.profile_dir, "b4-steady").start()
+        second: OperatorProcess | None = None
+        try:
+            first.wait_ready()
+            started = time.monotonic()
+            submit_jobs(bench.kube, [tfjob(f"job-{i:04d}", ns, workers=cfg.steady_workers) for i in range(n)])
+            created_ok = pods.wait(lambda: len(pods.times.first_seen) >= total, bounded(total))
+            running_ok = jobs.wait(lambda: len(jobs.times.running) >= n, bounded(total))
+            fill_s = time.monotonic() - started
+            log(f"{len(pods.times.first_seen)} pods, {len(jobs.times.running)}/{n} jobs Running after {fill_s:.0f} s")
+            wait_until(first.queue_idle, 120, interval=1.0)
+            time.sleep(5)
+            rss_before_idle = first.rss()
+            cpu0, t0, req0 = first.cpu_seconds(), time.monotonic(), first.requests()
+            time.sleep(cfg.steady_idle)
+            idle_cpu = (first.cpu_seconds() - cpu0) / (time.monotonic() - t0)
+            idle_requests = delta(req0, first.requests())
+            rss, hwm = first.rss(), first.hwm()
+            first.stop()
+            time.sleep(1)
+            api_before = bench.apiserver_requests()
+            second = OperatorProcess(bench.cluster.kubeconfig, LOGS / "b4-restart.log", cfg.operator_args,
+                                     cfg.profile_dir, "b4-restart").start()
+            sync_s = second.wait_ready(timeout=300)
+            settled = wait_until(lambda: second is not None and second.queue_idle(), 300, interval=0.5)
+            first_pass_s = time.monotonic() - second.started_at
+            time.sleep(5)
+            restart_writes = writes(second.requests())
+            restart_requests = {f"{v} {r}{'/' + s if s else ''}": c for (v, _, r, s), c in second.requests().items()}
+            api_writes = writes(delta(api_before, bench.apiserver_requests()))
+            rss2, hwm2 = second.rss(), second.hwm()
+        finally:
+            first.stop()
+            if second is not None:
+                second.stop()
+        pods.stop()
+        jobs.stop()
+    result = {
+        "jobs": n, "pods": total, "services": n, "complete": created_ok and running_ok and settled,
+        "fill_s": round(fill_s, 1),
+        "rss_mb": round(rss / 1e6, 1), "hwm_mb": round(hwm / 1e6, 1),
+        "rss_before_idle_mb": round(rss_before_idle / 1e6, 1),
+        "rss_per_pod_kb": round(rss / total / 1e3, 2),
+        "idle_cpu_percent": round(idle_cpu * 100, 2), "idle_seconds": cfg.steady_idle,
+        "idle_requests": {f"{v} {r}": c for (v, _, r, _s), c in idle_requests.items()},
+        "restart_sync_s": round(sync_s, 2), "restart_first_pass_s": round(first_pass_s, 2),
+        "restart_writes": restart_writes, "restart_writes_total": sum(restart_writes.values()),
+        "restart_requests": restart_requests, "restart_apiserver_writes": api_writes,
+        "restart_rss_mb": round(rss2 / 1e6, 1), "restart_hwm_mb": round(hwm2 / 1e6, 1),
+    }
+    write_result("b4_steady", result)
+    print(f"  B4 {total} pods / {n} jobs: RSS {result['rss_mb']} MB (HWM {result['hwm_mb']} MB), idle CPU "
+          f"{result['idle_cpu_percent']} % over {cfg.steady_idle:.0f} s; restart: synced after "
+          f"{result['restart_sync_s']} s, first pass done after {result['restart_first_pass_s']} s, writes "
+          f"{result['restart_writes_total']:.0f} {restart_writes} (API server: {api_writes}); "
+          f"restarted RSS {result['restart_rss_mb']} MB, HWM {result['restart_hwm_mb']} MB", flush=True)
+    return result
+
+
+# --- B5 -----------------------------------------------------------------------------------------------
+
+
+def b5_api_calls(cfg: Config) -> dict[str, Any]:
+    n = cfg.api_jobs
+    exit_zero = {"sim.tensorflowjob.kubeflow.org/exit-code": "0", "sim.tensorflowjob.kubeflow.org/exit-after": "5s"}
+    with fresh_cluster() as bench:
+        ns = bench.create_namespace("bench")
+        pods = PodRecorder(bench.kube, ns).start()
+        jobs = JobRecorder(bench.kube, ns).start()
+        with operator(bench, cfg, "b5-api-calls") as op:
+            api_before, op_before = bench.apiserver_requests(), op.requests()
+            submit_jobs(bench.kube, [tfjob(f"job-{i:04d}", ns, workers=4, worker_annotations=exit_zero)
+                                     for i in range(n)])
+            succeeded = jobs.wait(lambda: len(jobs.times.succeeded) >= n, bounded(5 * n, base=120))
+
+            def cleaned() -> bool:
+                return not any(pods.times.phase.get(uid) in ("Pending", "Running") for uid in pods.times.live.values())
+
+            clean = pods.wait(cleaned, 120)
+            wait_until(op.queue_idle, 60)
+            time.sleep(3)
+            api_writes = writes(delta(api_before, bench.apiserver_requests()))
+            op_writes = writes(delta(op_before, op.requests()))
+        pods.stop()
+        jobs.stop()
+    not_succeeded = sum(1 for phase in pods.times.phase.values() if phase != "Succeeded")
+    allowed = n * (5 + 1 + STATUS_WRITES_BUDGET) + not_succeeded
+    total = sum(op_writes.values())
+    events = sum(v for k, v in op_writes.items() if k.endswith(" events"))
+    result = {
+        "jobs": n, "pods_per_job": 5, "complete": succeeded and clean,
+        "operator_writes": op_writes, "apiserver_writes": api_writes,
+        "writes_per_job": round(total / n, 2), "writes_per_job_excl_events": round((total - events) / n, 2),
+        "events_per_job": round(events / n, 2),
+        "per_job": {k: round(v / n, 2) for k, v in op_writes.items()},
+        "cleanup_deletes_allowed_per_job": round(not_succeeded / n, 2),
+        "target_per_job": round(allowed / n, 2),
+    }
+    write_result("b5_api_calls", result)
+    print(f"  B5 {n} jobs to success: {result['writes_per_job']} writes/job ({result['writes_per_job_excl_events']} "
+          f"without {result['events_per_job']} events) vs target {result['target_per_job']}: {result['per_job']}; "
+          f"API server saw {api_writes}", flush=True)
+    return result
+
+
+# --- the run ------------------------------------------------------------------------------------------
+
+
+def summary(cfg: Config, results: dict[str, Any]) -> list[list[Any]]:
+    rows: list[list[Any]] = []
+    b0 = results.get("b0")
+    if b0:
+        best = b0["ceiling_objects_per_s"]
+        for r in b0["rows"]:
+            rows.append([f"B0 ceiling c={r['concurrency']}", "objects/s (raw client)", r["objects_per_s"],
+                         "", "", "", "best" if r["objects_per_s"] == best else ""])
+    for b in results.get("bursts", []):
+        rows.append([f"B1 burst N={b['n']}", "all pods+Services (s)", b["all_created_s"],
+                     fmt(b.get("ceiling_objects_per_s")), b.get("efficiency"), f"≥ {TARGET_EFFICIENCY}",
+                     verdict(b.get("efficiency"), TARGET_EFFICIENCY, at_least=True)])
+        rows.append([f"B1 burst N={b['n']}", "all jobs Running (s)", b["all_running_s"], "",
+                     b.get("running_efficiency"), "", ""])
+        rows.append([f"B1 burst N={b['n']}", "per-job created p50/p99 (s)",
+                     f"{b['per_job_created_p50_s']}/{b['per_job_created_p99_s']}", "", "", "", ""])
+        rows.append([f"B1 burst N={b['n']}", "per-job Running p50/p99 (s)",
+                     f"{b['per_job_running_p50_s']}/{b['per_job_running_p99_s']}", "", "", "", ""])
+    b2 = results.get("b2")
+    if b2:
+        rows.append([f"B2 wide {b2['workers']} workers", "all pods (s)", b2["operator_all_created_s"],
+                     f"raw same pods {b2['raw_all_created_s']} s", b2["efficiency_vs_same_pods"],
+                     f"≥ {TARGET_EFFICIENCY}",
+                     verdict(b2["efficiency_vs_same_pods"], TARGET_EFFICIENCY, at_least=True)])
+        rows.append([f"B2 wide {b2['workers']} workers", "objects/s vs B0 ceiling", b2["operator_objects_per_s"],
+                     fmt((results.get("b0") or {}).get("ceiling_objects_per_s")), b2.get("efficiency_vs_ceiling"),
+                     f"≥ {TARGET_EFFICIENCY}",
+                     verdict(b2.get("efficiency_vs_ceiling"), TARGET_EFFICIENCY, at_least=True)])
+    b3 = results.get("b3")
+    if b3:
+        rows.append([f"B3 recovery {b3['jobs']} jobs", "replacement p50 (ms)", b3["created_p50_ms"], "", "",
+                     f"≤ {TARGET_RECOVERY_P50 * 1000:.0f}", verdict(b3["created_p50_ms"], TARGET_RECOVERY_P50 * 1000)])
+        rows.append([f"B3 recovery {b3['jobs']} jobs", "replacement p99 (ms)", b3["created_p99_ms"], "", "",
+                     f"≤ {TARGET_RECOVERY_P99 * 1000:.0f}", verdict(b3["created_p99_ms"], TARGET_RECOVERY_P99 * 1000)])
+    b4 = results.get("b4")
+    if b4:
+        label = f"B4 steady {b4['pods']} pods"
+        rows.append([label, "operator RSS (MB)", b4["rss_mb"], "", "", f"≤ {TARGET_RSS / 1e6:.0f}",
+                     verdict(b4["rss_mb"], TARGET_RSS / 1e6)])
+        rows.append([label, "idle CPU (% of a core)", b4["idle_cpu_percent"], "", "", "", ""])
+        rows.append([label, "writes after restart", b4["restart_writes_total"], "", "", "0",
+                     verdict(b4["restart_writes_total"], 0)])
+        rows.append([label, "restart: caches synced (s)", b4["restart_sync_s"], "", "", f"≤ {TARGET_SYNC:.0f}",
+                     verdict(b4["restart_sync_s"], TARGET_SYNC)])
+    b5 = results.get("b5")
+    if b5:
+        rows.append(["B5 API calls", "writes/job excl. events", b5["writes_per_job_excl_events"], "", "",
+                     f"≤ {b5['target_per_job']}", verdict(b5["writes_per_job_excl_events"], b5["target_per_job"])])
+        rows.append(["B5 API calls", "writes/job incl. events", b5["writes_per_job"], "", "",
+                     f"≤ {b5['target_per_job']}", verdict(b5["writes_per_job"], b5["target_per_job"])])
+    b6 = results.get("b6")
+    if b6:
+        points = b6["points"]
+        rows.append([f"B6 scaling N={points[0]['n']}..{points[-1]['n']}", "slope T_created (ms/job)",
+                     round(b6["created_fit"]["slope_s_per_job"] * 1000, 1), "", "", "", ""])
+        rows.append([f"B6 scaling N={points[0]['n']}..{points[-1]['n']}", "per-job time ratio (created)",
+                     b6["per_job_ratio_created"], "", "", f"≤ {TARGET_SCALING}",
+                     verdict(b6["per_job_ratio_created"], TARGET_SCALING)])
+        rows.append([f"B6 scaling N={points[0]['n']}..{points[-1]['n']}", "per-job time ratio (Running)",
+                     b6["per_job_ratio_running"], "", "", f"≤ {TARGET_SCALING}",
+                     verdict(b6["per_job_ratio_running"], TARGET_SCALING)])
+    return rows
+
+
+def run(cfg: Config) -> tuple[dict[str, Any], list[str]]:
+    results: dict[str, Any] = {}
+    errors: list[str] = []
+
+    def attempt(name: str, scenario: Callable[[], Any]) -> Any:
+        print(f"--- {name.upper()} ---", flush=True)
+        try:
+            results[name] = scenario()
+            return results[name]
+        except Exception as error:
+            errors.append(f"{name}: {error}")
+            traceback.print_exc()
+            return None
+
+    needs_ceiling = {"b0", "b1", "b2", "b6"} & set(cfg.scenarios)
+    ceiling = attempt("b0", lambda: b0_ceiling(cfg)) if needs_ceiling else None
+    if {"b1", "b6"} & set(cfg.scenarios):
+        sizes = cfg.burst_sizes if "b6" in cfg.scenarios else (cfg.burst_sizes[0], cfg.burst_sizes[-1])
+        bursts = [b for n in sizes if (b := attempt(f"b1_{n}", lambda n=n: burst(cfg, n, ceiling))) is not None]
+        results["bursts"] = bursts
+        if "b6" in cfg.scenarios and len(bursts) >= 2:
+            attempt("b6", lambda: b6_scaling(bursts))
+    if "b2" in cfg.scenarios:
+        attempt("b2", lambda: b2_wide(cfg, ceiling))
+    if "b3" in cfg.scenarios:
+        attempt("b3", lambda: b3_recovery(cfg))
+    if "b4" in cfg.scenarios:
+        attempt("b4", lambda: b4_steady(cfg))
+    if "b5" in cfg.scenarios:
+        attempt("b5", lambda: b5_api_calls(cfg))
+    return results, errors
+
+
+def main() -> int:
+    cfg = Config.load(sys.argv[1:], dict(os.environ))
+    info = machine()
+    print(f"operator benchmarks ({'quick' if cfg.quick else 'full'} sizes): scenarios {', '.join(cfg.scenarios)}; "
+          f"operator flags: {' '.join(cfg.operator_args)}; machine: {info['cpus']} cores, {info['memory_gib']} GiB, "
+          f"load {info['loadavg']}", flush=True)
+    started = time.monotonic()
+    results, errors = run(cfg)
+    rows = summary(cfg, results)
+    header = ["scenario", "measure", "value", "baseline (same run)", "ratio", "target", "result"]
+    print(f"\nSummary ({info['date']}, {info['cpus']} cores / {info['memory_gib']} GiB, operator "
+          f"`{' '.join(cfg.operator_args)}`, {time.monotonic() - started:.0f} s):")
+    print(markdown_table(header, rows))
+    for error in errors:
+        print(f"ERROR {error}")
+    write_result("operator", {"config": {"quick": cfg.quick, "scenarios": cfg.scenarios,
+                                         "operator_args": cfg.operator_args},
+                              "summary": [dict(zip(header, map(str, row), strict=True)) for row in rows],
+                              "errors": errors, "load_after": os.getloadavg(),
+                              "results": {k: v for k, v in results.items() if k != "bursts"}})
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
