@@ -161,11 +161,13 @@ class Reflector:
                 step = self._watch_once()
             except Exception:
                 self._log.exception("delivering a watch event failed; relisting")
+                self._relisting()
                 need_list = True
                 step = _Next.BACKOFF
             if step is _Next.RELIST:
+                self._relisting()
                 need_list = True
-                if self._events_since_list == 0 and self.list_count > 0:
+                if self._events_since_list == 0:
                     self._pause()  # a fresh list was not enough: do not hammer the server
             elif step is _Next.BACKOFF:
                 self._pause()
@@ -176,12 +178,17 @@ class Reflector:
 
     # --- list -----------------------------------------------------------------------------------
 
-    def _list_and_replace(self) -> None:
-        if self.list_count > 0:
-            self.relist_count += 1
-            self._log.info("relisting", resource_version=self._resource_version)
-            if self._on_relist is not None:
+    def _relisting(self) -> None:
+        """Count one relist (however many list attempts it takes) and tell the metrics hook."""
+        self.relist_count += 1
+        self._log.info("relisting", resource_version=self._resource_version)
+        if self._on_relist is not None:
+            try:
                 self._on_relist(self.name)
+            except Exception:
+                self._log.exception("on_relist hook failed")
+
+    def _list_and_replace(self) -> None:
         items, resource_version = self._list_all()
         self.list_count += 1
         self._sink.on_replace(items, namespace=self.lister_watcher.namespace, resource_version=resource_version)

@@ -369,17 +369,20 @@ def test_on_request_reports_verb_resource_code_and_duration(mocker: MockerFixtur
         FakeResponse(201, b"{}"),
         api_exception(404, status_body(404, "NotFound")),
         FakeResponse(200, b"{}"),
+        FakeResponse(200, b"{}"),
     ])
     k.get("/api/v1/namespaces/a/pods/p")
     k.create("/api/v1/namespaces/a/pods", {})
     with pytest.raises(ApiError):
         k.delete("/api/v1/namespaces/a/pods/p")
     k.patch("/apis/kubeflow.org/v1/namespaces/a/tensorflowjobs/j/status", {"status": {}})
+    k.get("/version")
     assert [s[:3] for s in seen] == [
         ("get", "pods", 200),
         ("create", "pods", 201),
         ("delete", "pods", 404),
         ("patch", "tensorflowjobs/status", 200),
+        ("get", "/version", 200),
     ]
     assert all(s[3] >= 0 for s in seen)
 

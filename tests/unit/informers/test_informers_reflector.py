@@ -149,6 +149,18 @@ def test_http_410_when_opening_the_watch_relists() -> None:
     assert len(time.sleeps) == 1  # 410 straight after a list: back off once before relisting
 
 
+def test_a_relist_needing_several_list_attempts_counts_once() -> None:
+    relists: list[str] = []
+    lw = FakeListerWatcher(
+        lists=[page([], "10"), ApiError(503), ApiError(503), page([pod("a", "1")], "60")],
+        watches=[FakeWatch([added(pod("b", "11")), error_event(410, "Expired")])],
+    )
+    reflector, sink, time = run(lw, on_relist=relists.append)
+    assert reflector.relist_count == 1 and relists == ["fake pods"]
+    assert sink.calls[-1] == ("replace", ["a"], None, "60")
+    assert len(time.sleeps) == 2
+
+
 def test_too_large_resource_version_relists() -> None:
     too_large = ApiError(504, "Timeout", "Too large resource version: 99, current: 10")
     lw = FakeListerWatcher(lists=[page([], "10"), page([], "12")], watches=[too_large])
