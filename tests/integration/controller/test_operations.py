@@ -38,9 +38,16 @@ def election(namespace: str, timings: list[str] = FAST_ELECTION) -> list[str]:
 # ---- reading an operator from the outside ----------------------------------------------------------
 
 
+def current_log(operator: Operator) -> list[str]:
+    """The log lines of the operator's current run (log files are appended to across runs)."""
+    lines = operator.log_path.read_text(errors="replace").splitlines()
+    starts = [i for i, line in enumerate(lines) if '"event": "starting"' in line]
+    return lines[starts[-1]:] if starts else lines
+
+
 def log_events(operator: Operator) -> list[dict[str, Any]]:
     events = []
-    for line in operator.log_path.read_text(errors="replace").splitlines():
+    for line in current_log(operator):
         try:
             event = json.loads(line)
         except ValueError:
@@ -86,8 +93,8 @@ def samples(operator: Operator) -> dict[tuple[str, frozenset[tuple[str, str]]], 
     return values
 
 
-def value(metrics: dict[tuple[str, frozenset[tuple[str, str]]], float], name: str, **labels: str) -> float:
-    return metrics.get((name, frozenset(labels.items())), 0.0)
+def value(metrics: dict[tuple[str, frozenset[tuple[str, str]]], float], metric: str, /, **labels: str) -> float:
+    return metrics.get((metric, frozenset(labels.items())), 0.0)
 
 
 def families(operator: Operator) -> set[str]:
@@ -186,7 +193,8 @@ def test_a_leader_that_loses_its_lease_exits_non_zero(start_operator: Callable[.
 
 def test_metrics_count_a_job_its_pods_reconciles_queue_and_api_requests(
         start_operator: Callable[..., Operator], tfjobs_no_operator: TfJobs) -> None:
-    operator = start_operator()
+    # Only this namespace, so leftovers of earlier tests elsewhere do not move the counters.
+    operator = start_operator(["--namespace", tfjobs_no_operator.namespace])
     before = samples(operator)
 
     # Workers finish; the parameter server keeps running and is deleted on success (cleanPodPolicy Running).
@@ -293,6 +301,7 @@ def operators_as(request: pytest.FixtureRequest) -> Iterator[Callable[..., Opera
 
     def start(kubeconfig: pathlib.Path, extra: list[str] | None = None, wait_ready: bool = True) -> Operator:
         operator = Operator(str(kubeconfig), f"{request.node.name}-{len(started)}", extra)
+        operator.log_path.unlink(missing_ok=True)  # so nothing from an earlier run is read as this run's
         started.append(operator)
         return operator.start(wait_ready)
 
@@ -302,8 +311,7 @@ def operators_as(request: pytest.FixtureRequest) -> Iterator[Callable[..., Opera
 
 
 def forbidden_lines(operator: Operator) -> list[str]:
-    return [line for line in operator.log_path.read_text(errors="replace").splitlines()
-            if "403" in line or "forbidden" in line.lower()]
+    return [line for line in current_log(operator) if "403" in line or "forbidden" in line.lower()]
 
 
 def test_readyz_is_not_ready_until_the_caches_sync(cluster: Any, crd: None, grants: Grants,

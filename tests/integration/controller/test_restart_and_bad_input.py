@@ -67,13 +67,33 @@ def test_foreign_pod_squatting_a_name_is_reported_and_left_alone(tfjobs: Any) ->
     tfjobs.wait_condition("sq", "Running", timeout=90)
 
 
-def test_job_deleted_while_its_pods_are_created_leaves_nothing_behind(tfjobs: Any) -> None:
+def test_job_deleted_while_its_pods_are_created_leaves_nothing_behind(tfjobs: Any, operator: Any) -> None:
     tfjobs.create("gone", worker=tfjobs.role(30))
     tfjobs.wait_for(lambda: len(tfjobs.pods("gone")) >= 1, 30, "creation to start")
     tfjobs.delete("gone")
     tfjobs.wait_for(lambda: tfjobs.get("gone") is None, 30, "the job to be deleted")
     tfjobs.wait_for(lambda: tfjobs.pods("gone") == [] and tfjobs.service("gone") is None, 90,
                     "garbage collection of every pod and the Service")
+    key = f"{tfjobs.namespace}/gone"
+    complaints = [line for line in operator.log_path.read_text(errors="replace").splitlines()
+                  if key in line and ('"level": "warning"' in line or '"level": "error"' in line)]
+    assert len(complaints) <= 2, complaints
+
+
+def test_quota_refusal_is_reported_and_the_job_runs_once_quota_allows(tfjobs: Any) -> None:
+    quota_path = resource_path("", "v1", "resourcequotas", tfjobs.namespace)
+    tfjobs.api.create(quota_path, {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "pods"},
+                                   "spec": {"hard": {"pods": "2"}}})
+    tfjobs.wait_for(lambda: (tfjobs.api.get(f"{quota_path}/pods").get("status") or {}).get("hard"), 30,
+                    "the quota to be counted")
+    tfjobs.create("qt", worker=tfjobs.role(3))
+    tfjobs.wait_for(lambda: (tfjobs.condition("qt", "Running") or {}).get("reason") == "QuotaExceeded", 30,
+                    "a QuotaExceeded condition")
+    assert any(e["reason"] == "QuotaExceeded" and e["type"] == "Warning" for e in tfjobs.events("qt"))
+    assert len(tfjobs.pods("qt")) == 2
+    tfjobs.api.patch(f"{quota_path}/pods", {"spec": {"hard": {"pods": "10"}}})
+    tfjobs.wait_pods("qt", 3, timeout=120)
+    tfjobs.wait_condition("qt", "Running", timeout=60)
 
 
 def test_invalid_job_is_rejected_at_apply_time_naming_the_field(tfjobs: Any) -> None:
