@@ -19,11 +19,13 @@ from typing import Any
 
 import structlog
 
+from controller import kueue
 from controller.events import EventRecorder
 from controller.expectations import Expectations
 from controller.kube import ApiError, Kube, resource_path
 from controller.labels import GROUP, JOB_NAME_LABEL, KIND, PLURAL, VERSION
 from controller.metrics import ControllerMetrics
+from controller.queueing import KueueGate
 from controller.reconciler import Reconciler, RequeueError
 from controller.timeutil import utcnow
 from informers.informer import SharedInformer
@@ -59,6 +61,7 @@ class Controller:
         cluster_domain: str = "",
         resync_period: float = 300.0,
         watch_nodes: bool = True,
+        use_kueue: bool | None = None,
         metrics: ControllerMetrics | None = None,
         queue_metrics: MetricsProvider | None = None,
         recorder: EventRecorder | None = None,
@@ -88,9 +91,18 @@ class Controller:
                                        on_relist=on_relist)
         self.nodes = (SharedInformer(sources("nodes", cluster_scoped=True), name="nodes", on_relist=on_relist)
                       if watch_nodes else None)
+        # Kueue is used when its API is served (checked once at start: install Kueue first).
+        if use_kueue is None:
+            use_kueue = kube.has_api(kueue.GROUP, kueue.VERSION, kueue.WORKLOAD_KIND)
+        self.workloads = (SharedInformer(sources(kueue.WORKLOAD_PLURAL, kueue.GROUP, kueue.VERSION,
+                                                 selector=kueue.JOB_UID_LABEL), name="workloads", on_relist=on_relist)
+                          if use_kueue else None)
+        self.flavors = (SharedInformer(sources("resourceflavors", kueue.GROUP, kueue.VERSION, cluster_scoped=True),
+                                       name="resourceflavors", on_relist=on_relist) if use_kueue else None)
+        gate = KueueGate(kube, self._workload_of, self._flavor, clock) if use_kueue else None
         self.reconciler = Reconciler(kube, self, expectations=self.expectations, recorder=recorder, metrics=metrics,
                                      cluster_domain=cluster_domain, create_parallelism=max(4, workers * 4),
-                                     clock=clock)
+                                     clock=clock, kueue_gate=gate)
         self._threads: list[threading.Thread] = []
         self._wire_handlers()
 
@@ -111,6 +123,15 @@ class Controller:
         node = self.nodes.get(name)
         return False if node is None else _node_is_ready(node)
 
+    def _workload_of(self, job_uid: str) -> Mapping[str, Any] | None:
+        assert self.workloads is not None
+        found = self.workloads.by_index(CONTROLLER_UID_INDEX, job_uid)
+        return found[0] if found else None
+
+    def _flavor(self, name: str) -> Mapping[str, Any] | None:
+        assert self.flavors is not None
+        return self.flavors.get(name)
+
     # ---- event handlers: map to a job key and enqueue, nothing else -------------------------------
 
     def _wire_handlers(self) -> None:
@@ -122,6 +143,9 @@ class Controller:
                                         on_delete=self._child_deleted)
         if self.nodes is not None:
             self.nodes.add_event_handler(on_update=self._node_updated, on_delete=self._node_gone)
+        if self.workloads is not None:
+            self.workloads.add_event_handler(on_add=self._child_added, on_update=self._child_updated,
+                                             on_delete=self._child_deleted)
 
     def _enqueue_job(self, job: Mapping[str, Any]) -> None:
         self.queue.add(object_key(job))
@@ -186,7 +210,8 @@ class Controller:
     # ---- running -------------------------------------------------------------------------------
 
     def informers(self) -> list[SharedInformer]:
-        return [i for i in (self.jobs, self.pods, self.services, self.nodes) if i is not None]
+        return [i for i in (self.jobs, self.pods, self.services, self.nodes, self.workloads, self.flavors)
+                if i is not None]
 
     def start_informers(self) -> None:
         for informer in self.informers():

@@ -99,11 +99,13 @@ def plan_job(
     node_ready: Callable[[str], bool | None] = lambda _name: True,
     pending_deletes: frozenset[str] = frozenset(),
     cluster_domain: str = "",
+    gate: tuple[str, str] | None = None,
 ) -> Plan:
     """Decide what to do for one (defaulted) job. `pending_deletes` holds UIDs of pods this
     controller already deleted whose deletion the cache has not shown yet: they are treated as
-    terminating so a stale cache never counts one failure twice."""
-    return _Planner(job, pods, service, now, node_ready, pending_deletes, cluster_domain).plan()
+    terminating so a stale cache never counts one failure twice. `gate` (reason, message) holds the
+    job suspended for an outside reason (a queue that has not admitted it) as `spec.suspend` would."""
+    return _Planner(job, pods, service, now, node_ready, pending_deletes, cluster_domain, gate).plan()
 
 
 class _Planner:
@@ -116,8 +118,10 @@ class _Planner:
         node_ready: Callable[[str], bool | None],
         pending_deletes: frozenset[str],
         cluster_domain: str,
+        gate: tuple[str, str] | None = None,
     ) -> None:
         self.job = job
+        self.gate = gate
         self.spec = job["spec"]
         self.name = job["metadata"]["name"]
         self.observed = Observed.sort(pods)
@@ -149,7 +153,11 @@ class _Planner:
             self._fail("InvalidSpec", "; ".join(str(p) for p in problems))
             return
         if self.spec.get("suspend"):
-            self._suspend()
+            self._suspend("Suspended", f"TensorFlowJob {self.name} is suspended: it has no pods until "
+                          "spec.suspend is false.")
+            return
+        if self.gate is not None:
+            self._suspend(*self.gate)
             return
         if cond.is_true(self.conditions, cond.SUSPENDED):
             self._condition(cond.SUSPENDED, False, "Resumed", f"TensorFlowJob {self.name} is resumed.")
@@ -196,16 +204,15 @@ class _Planner:
 
     # ---- suspend ---------------------------------------------------------------------------------
 
-    def _suspend(self) -> None:
+    def _suspend(self, reason: str, message: str) -> None:
         for pod in self._live_pods():
-            self._delete(pod, "Suspended")
+            self._delete(pod, reason)
         if self.service is not None and not self.service["metadata"].get("deletionTimestamp"):
             self.out.delete_service = self.service
-        message = f"TensorFlowJob {self.name} is suspended: it has no pods until spec.suspend is false."
-        if self._condition(cond.SUSPENDED, True, "Suspended", message):
-            self.out.events.append(Event("Normal", "Suspended", message))
-        self._condition_false(cond.RUNNING, "Suspended", message)
-        self._condition_false(cond.RESTARTING, "Suspended", message)
+        if self._condition(cond.SUSPENDED, True, reason, message):
+            self.out.events.append(Event("Normal", reason, message))
+        self._condition_false(cond.RUNNING, reason, message)
+        self._condition_false(cond.RESTARTING, reason, message)
 
     # ---- deadline ------------------------------------------------------------------------------
 

@@ -30,6 +30,7 @@ from typing import Any, Protocol
 import structlog
 
 from controller import conditions as cond
+from controller import kueue, podstate
 from controller.defaults import apply_defaults
 from controller.events import EventRecorder
 from controller.expectations import Expectations
@@ -38,6 +39,7 @@ from controller.labels import GROUP, PLURAL, VERSION
 from controller.mergepatch import merge_patch
 from controller.metrics import ControllerMetrics
 from controller.plan import Event, Plan, PodDeletion, plan_job
+from controller.queueing import KueueGate
 from controller.retry import retry_transient
 from controller.timeutil import format_time, utcnow
 
@@ -92,8 +94,10 @@ class Reconciler:
         cluster_domain: str = "",
         create_parallelism: int = 16,
         clock: Callable[[], datetime] = utcnow,
+        kueue_gate: KueueGate | None = None,
     ) -> None:
         self.kube = kube
+        self.kueue_gate = kueue_gate
         self.caches = caches
         self.expectations = expectations if expectations is not None else Expectations()
         self.recorder = recorder
@@ -123,10 +127,14 @@ class Reconciler:
         service = self.caches.get_service(namespace, name)
         # A same-named Service that is not ours is never created over and never deleted.
         foreign_service = service is not None and not owned_by(service, uid)
+        decision = None
+        if self.kueue_gate is not None and kueue.is_queued(job):
+            decision = self.kueue_gate.before_plan(job)
         plan = plan_job(
-            job, pods, None if foreign_service else service,
+            decision.job if decision else job, pods, None if foreign_service else service,
             now=self.clock(), node_ready=self.caches.node_ready,
             pending_deletes=self.expectations.pending_deletions(key), cluster_domain=self.cluster_domain,
+            gate=decision.gate if decision else None,
         )
         outcome = Outcome(requeue_after=plan.requeue_after)
         problems = self._delete_pods(key, plan.delete_pods, outcome)
@@ -142,6 +150,9 @@ class Reconciler:
             problems += self._create_pods(key, plan, job, outcome)
         if self._write_status(key, job, plan.status):
             outcome.status_written = True
+        if decision is not None and self.kueue_gate is not None:
+            holding = sum(1 for p in pods if podstate.phase(p) in ("Pending", "Running", "Unknown"))
+            self.kueue_gate.after_plan(job, plan.status, decision.workload, holding)
         self._emit(job, plan, outcome)
         if plan.delete_job:
             problems += self._delete_job(job, outcome)

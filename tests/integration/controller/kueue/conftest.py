@@ -32,7 +32,7 @@ from devcluster.cluster import Cluster
 from devcluster.kueue import Kueue
 from devcluster.waiting import wait_for
 
-CRD = pathlib.Path(__file__).resolve().parents[3] / "manifests" / "crd.yaml"
+CRD = pathlib.Path(__file__).resolve().parents[4] / "manifests" / "crd.yaml"
 LOG_TAIL_LINES = 40
 
 POOL_LABEL = "tfjob-test/pool"
