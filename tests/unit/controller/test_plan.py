@@ -443,3 +443,20 @@ def test_invalid_spec_fails_the_job_with_the_problem() -> None:
     failed = condition(run(job, []), "Failed")
     assert failed["reason"] == "InvalidSpec"
     assert "needs an image" in failed["message"]
+
+
+def test_gate_holds_a_job_suspended_with_the_given_reason() -> None:
+    plan = run(make_job(worker=2), [], service=None, gate=("WaitingForAdmission", "waiting for quota in LocalQueue lq"))
+    assert plan.create_pods == []
+    suspended = condition(plan, "Suspended")
+    assert (suspended["status"], suspended["reason"]) == ("True", "WaitingForAdmission")
+    assert "LocalQueue lq" in suspended["message"]
+
+
+def test_gate_closing_on_a_running_job_deletes_its_pods() -> None:
+    job = make_job(worker=2)
+    job = settle(job, run(job, pods_for(job)))
+    plan = run(job, pods_for(job), gate=("Preempted", "preempted by a higher priority job"))
+    assert names(plan.delete_pods) == ["j-worker-0", "j-worker-1"]
+    assert condition(plan, "Suspended")["reason"] == "Preempted"
+    assert condition(plan, "Running")["status"] == "False"
