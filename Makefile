@@ -34,5 +34,9 @@ run: install binaries
 bench: install binaries
 	$(BIN)/python -m bench
 
+# The fault-injection suite at full size (the test command runs a CI-sized version).
+chaos: install binaries
+	CHAOS_SCALE=full $(BIN)/pytest tests/integration/controller/chaos
+
 clean:
 	rm -rf $(VENV) build *.egg-info
