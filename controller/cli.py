@@ -20,26 +20,32 @@ from controller.documents import InputError, describe, load_documents
 from controller.validation import validate_job
 
 
-def _render(args: argparse.Namespace) -> int:
+def _check_file(filename: str) -> list[tuple[str, Any, list[Any]]] | None:
+    """Every document of a file with its label and problems; None (after one clear line) when the
+    file cannot be read as documents at all. Problems are printed as they are found."""
     try:
-        documents = load_documents(args.filename)
+        documents = load_documents(filename)
     except InputError as error:
         print(f"error: {error}", file=sys.stderr)
+        return None
+    checked = []
+    for position, doc in enumerate(documents, start=1):
+        label, problems = describe(doc, position), validate_job(doc)
+        for problem in problems:
+            print(f"error: {label}: {problem}", file=sys.stderr)
+        checked.append((label, doc, problems))
+    return checked
+
+
+def _render(args: argparse.Namespace) -> int:
+    checked = _check_file(args.filename)
+    if checked is None or any(problems for _, _, problems in checked):
         return 1
     objects: list[dict[str, Any]] = []
-    failed = False
-    for position, doc in enumerate(documents, start=1):
-        problems = validate_job(doc)
-        if problems:
-            failed = True
-            for problem in problems:
-                print(f"error: {describe(doc, position)}: {problem}", file=sys.stderr)
-            continue
+    for _, doc, _ in checked:
         job = apply_defaults(doc)
         objects.append(build_service(job))
         objects.extend(build_pods(job, args.cluster_domain))
-    if failed:
-        return 1
     if args.output == "json":
         print(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}, indent=2))
     else:
@@ -48,22 +54,13 @@ def _render(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    try:
-        documents = load_documents(args.filename)
-    except InputError as error:
-        print(f"error: {error}", file=sys.stderr)
+    checked = _check_file(args.filename)
+    if checked is None:
         return 1
-    failed = False
-    for position, doc in enumerate(documents, start=1):
-        problems = validate_job(doc)
-        label = describe(doc, position)
-        if problems:
-            failed = True
-            for problem in problems:
-                print(f"error: {label}: {problem}", file=sys.stderr)
-        else:
+    for label, _, problems in checked:
+        if not problems:
             print(f"{label}: valid")
-    return 1 if failed else 0
+    return 1 if any(problems for _, _, problems in checked) else 0
 
 
 def _run(args: argparse.Namespace) -> int:
