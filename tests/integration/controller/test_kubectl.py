@@ -1,0 +1,163 @@
+"""The kubectl experience, with the real kubectl against the local control plane (issue #7):
+`get` columns, `describe` events, `wait --for=condition`, `explain`, `scale`, and the install
+manifests accepted by the API server (`apply --dry-run=server -k`).
+
+Output is checked as a user reads it: column headers and cells, not just exit codes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import pathlib
+import subprocess
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+MANIFESTS = pathlib.Path(__file__).resolve().parents[3] / "manifests"
+
+
+def kubectl(tfjobs: Any, *args: str) -> subprocess.CompletedProcess[str]:
+    return tfjobs.cluster.kubectl(*args, "-n", tfjobs.namespace)
+
+
+def table(text: str) -> list[list[str]]:
+    return [line.split() for line in text.strip().splitlines()]
+
+
+def test_get_tfjob_answers_is_it_working_at_a_glance(tfjobs: Any) -> None:
+    tfjobs.create("glance", ps=tfjobs.role(1), worker=tfjobs.role(2))
+    tfjobs.wait_pods("glance", 3)
+    tfjobs.wait_condition("glance", "Running")
+    tfjobs.wait_for(lambda: (tfjobs.status("glance").get("replicaStatuses") or {}).get("worker", {}).get("active") == 2,
+                    30, "2 active workers in the status")
+
+    rows = table(kubectl(tfjobs, "get", "tfjob").stdout)
+    assert rows[0] == ["NAME", "STATE", "WORKERS", "PS", "RESTARTS", "AGE"]
+    assert rows[1][:5] == ["glance", "Running", "2", "1", "0"]
+
+    wide = table(kubectl(tfjobs, "get", "tfjob", "glance", "-o", "wide").stdout)
+    assert wide[0] == ["NAME", "STATE", "WORKERS", "PS", "RESTARTS", "AGE", "STARTED", "COMPLETED"]
+    assert len(wide[1]) == len(wide[0]) - 1  # started, and the Completed cell is still empty
+
+    for name in ("tfjob", "tensorflowjob", "tensorflowjobs.kubeflow.org", "kubeflow", "all"):
+        listed = kubectl(tfjobs, "get", name, "-o", "name").stdout.split()
+        assert "tensorflowjob.kubeflow.org/glance" in listed, name
+
+
+def test_describe_tfjob_tells_the_story_in_events(tfjobs: Any) -> None:
+    tfjobs.create("story", worker=tfjobs.role(1, exit_code=0, exit_after="2s"))
+    tfjobs.wait_condition("story", "Succeeded")
+    tfjobs.wait_for(lambda: {"JobRunning", "JobSucceeded"} <= {e["reason"] for e in tfjobs.events("story")}, 30,
+                    "the JobRunning and JobSucceeded events")
+
+    text = kubectl(tfjobs, "describe", "tfjob", "story").stdout
+
+    events = text[text.index("Events:"):]
+    assert "JobRunning" in events
+    assert "JobSucceeded" in events
+    assert "tfjob-operator" in events  # the reporting component
+    assert "Succeeded" in text[:text.index("Events:")]  # status conditions above the events
+
+
+def test_kubectl_wait_for_succeeded_returns_when_the_example_job_finishes(tfjobs: Any) -> None:
+    applied = kubectl(tfjobs, "apply", "-f", str(MANIFESTS / "examples" / "allreduce.yaml"))
+    assert applied.stdout.strip() == "tensorflowjob.kubeflow.org/mnist-allreduce created"
+
+    waited = kubectl(tfjobs, "wait", "--for=condition=Succeeded", "tfjob/mnist-allreduce", "--timeout=90s")
+
+    assert waited.stdout.strip() == "tensorflowjob.kubeflow.org/mnist-allreduce condition met"
+    assert tfjobs.status("mnist-allreduce")["state"] == "Succeeded"
+
+
+def test_kubectl_explain_documents_the_worker_role(cluster: Any, crd: None) -> None:
+    text = cluster.kubectl("explain", "tensorflowjob.spec.worker").stdout
+
+    assert "KIND:" in text and "TensorFlowJob" in text
+    assert "FIELD: worker" in text
+    for field in ("replicas", "restartPolicy", "template"):
+        assert f"\n  {field}\t" in text, field
+
+    deep = cluster.kubectl("explain", "tensorflowjob.spec.worker.template.spec.containers.resources.limits").stdout
+    assert "FIELD: limits" in deep
+
+
+def cluster_size(tfjobs: Any, job: str) -> list[int]:
+    """For each live worker pod that is Running: how many workers its TF_CONFIG lists."""
+    sizes = []
+    for pod in tfjobs.pods(job, "worker", include_terminating=False):
+        if (pod.get("status") or {}).get("phase") != "Running":
+            continue
+        container = next(c for c in pod["spec"]["containers"] if c["name"] == "tensorflow")
+        config = json.loads(next(e["value"] for e in container["env"] if e["name"] == "TF_CONFIG"))
+        sizes.append(len(config["cluster"]["worker"]))
+    return sorted(sizes)
+
+
+def test_kubectl_scale_changes_the_worker_count_and_pods_follow(tfjobs: Any) -> None:
+    tfjobs.create("elastic", worker=tfjobs.role(2))
+    tfjobs.wait_pods("elastic", 2, role="worker")
+
+    scaled = kubectl(tfjobs, "scale", "tfjob/elastic", "--replicas=4")
+    assert scaled.stdout.strip() == "tensorflowjob.kubeflow.org/elastic scaled"
+    assert tfjobs.get("elastic")["spec"]["worker"]["replicas"] == 4
+    # Pods are replaced with a TF_CONFIG naming the new cluster, so wait for 4 pods that agree on 4.
+    tfjobs.wait_for(lambda: cluster_size(tfjobs, "elastic") == [4, 4, 4, 4], 60, "4 running workers in a 4-worker cluster")
+    tfjobs.wait_for(lambda: kubectl(tfjobs, "get", "tfjob", "elastic", "--subresource=scale", "-o",
+                                    "jsonpath={.status.replicas}").stdout == "4", 30, "the scale status to say 4")
+
+    kubectl(tfjobs, "scale", "tfjob/elastic", "--replicas=1")
+    tfjobs.wait_for(lambda: cluster_size(tfjobs, "elastic") == [1] and tfjobs.pod_names("elastic", "worker")
+                    == ["elastic-worker-0"], 60, "1 running worker in a 1-worker cluster")
+
+
+# ---- the install manifests against a real API server -------------------------------------------
+
+
+@contextlib.contextmanager
+def existing_namespace(cluster: Any, name: str) -> Iterator[None]:
+    """Server-side dry runs do not create namespaces, so objects in a new one would fail; make it
+    exist for the dry run (and remove it afterwards if this created it)."""
+    created = cluster.kubectl("create", "namespace", name, check=False).returncode == 0
+    try:
+        yield
+    finally:
+        if created:
+            cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+
+
+def dry_run_objects(output: str) -> list[str]:
+    lines = output.strip().splitlines()
+    assert lines and all(line.endswith("(server dry run)") for line in lines), output
+    return sorted(line.split()[0] for line in lines)
+
+
+@pytest.mark.parametrize("mode", [[], ["--server-side"]], ids=["client-side", "server-side"])
+def test_the_install_manifests_pass_a_server_side_dry_run(cluster: Any, crd: None, mode: list[str]) -> None:
+    with existing_namespace(cluster, "tfjob-system"):
+        result = cluster.kubectl("apply", *mode, "--dry-run=server", "-k", str(MANIFESTS))
+
+    assert dry_run_objects(result.stdout) == sorted([
+        "namespace/tfjob-system",
+        "customresourcedefinition.apiextensions.k8s.io/tensorflowjobs.kubeflow.org",
+        "serviceaccount/tfjob-operator",
+        "role.rbac.authorization.k8s.io/tfjob-operator-leader-election",
+        "rolebinding.rbac.authorization.k8s.io/tfjob-operator-leader-election",
+        "clusterrole.rbac.authorization.k8s.io/tfjob-operator",
+        "clusterrolebinding.rbac.authorization.k8s.io/tfjob-operator",
+        "service/tfjob-operator-metrics",
+        "deployment.apps/tfjob-operator",
+        "poddisruptionbudget.policy/tfjob-operator",
+    ])
+
+
+def test_the_namespaced_install_passes_a_server_side_dry_run(cluster: Any, crd: None) -> None:
+    with existing_namespace(cluster, "team-a"):
+        result = cluster.kubectl("apply", "--server-side", "--dry-run=server", "-k", str(MANIFESTS / "namespaced"))
+
+    objects = dry_run_objects(result.stdout)
+    assert "role.rbac.authorization.k8s.io/tfjob-operator" in objects
+    assert "deployment.apps/tfjob-operator" in objects
+    assert not any(o.startswith("clusterrole") for o in objects)
