@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from controller.kube import ApiError, Kube, resource_path
 from devcluster.cluster import Cluster
@@ -50,6 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
 CRD = ROOT / "manifests" / "crd.yaml"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+R = TypeVar("R", bound="Recorder")
 
 JOB_NAME_LABEL = "tensorflowjob.kubeflow.org/job-name"
 TEMPLATE: dict[str, Any] = {"spec": {"containers": [{"name": "tensorflow", "image": "tensorflow/tensorflow:2.21.0"}]}}
@@ -171,10 +172,11 @@ def writes(counts: Mapping[RequestKey, float], *, operator_only: bool = True) ->
     return dict(sorted(result.items()))
 
 
-def metric_value(text: str, name: str, **labels: str) -> float:
-    """Sum of the samples of `name` whose labels include `labels` (0 when absent)."""
-    return sum(s.value for s in parse_prometheus(text, name) if s.name == name
-               and all(s.labels.get(k) == v for k, v in labels.items()))
+def metric_value(text: str, metric: str, labels: Mapping[str, str] | None = None) -> float:
+    """Sum of the samples of `metric` whose labels include `labels` (0 when absent)."""
+    wanted = dict(labels or {})
+    return sum(s.value for s in parse_prometheus(text, metric) if s.name == metric
+               and all(s.labels.get(k) == v for k, v in wanted.items()))
 
 
 # --- verdicts and tables ------------------------------------------------------------------------------
@@ -295,6 +297,13 @@ def wait_until(predicate: Callable[[], Any], timeout: float, interval: float = 0
 class BenchCluster:
     cluster: Cluster
     kube: Kube
+    recorders: list[Recorder] = field(default_factory=list)
+
+    def watch(self, recorder: R) -> R:
+        """Start a recorder; it is stopped before the cluster goes down."""
+        self.recorders.append(recorder)
+        recorder.start()
+        return recorder
 
     def apiserver_metrics(self) -> str:
         return str(self.cluster.api.get("/metrics", timeout=60.0))
@@ -341,7 +350,12 @@ def fresh_cluster(pool_size: int = 96) -> Iterator[BenchCluster]:
         # Discovery of the new group can lag behind Established; a create answers 404 until then.
         if not wait_until(lambda: kube.list(resource_path("kubeflow.org", "v1", "tensorflowjobs")), 60):  # type: ignore[union-attr]
             raise RuntimeError("tensorflowjobs are not served")
-        yield BenchCluster(cluster, kube)
+        bench = BenchCluster(cluster, kube)
+        try:
+            yield bench
+        finally:
+            for recorder in bench.recorders:
+                recorder.stop()
     finally:
         if kube is not None:
             kube.close()
@@ -352,16 +366,19 @@ def fresh_cluster(pool_size: int = 96) -> Iterator[BenchCluster]:
 # --- jobs ---------------------------------------------------------------------------------------------
 
 
-def tfjob(name: str, namespace: str, *, workers: int, ps: int = 1,
-          worker_annotations: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """A TensorFlowJob body: `ps` parameter servers and `workers` workers, the integration tests' template."""
+def tfjob(name: str, namespace: str, *, workers: int, ps: int = 1, chief: bool = False,
+          chief_annotations: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """A TensorFlowJob body: an optional chief, `ps` parameter servers and `workers` workers, with the
+    integration tests' pod template (`chief_annotations` go on the chief's template only)."""
     def role(replicas: int, annotations: Mapping[str, str] | None = None) -> dict[str, Any]:
         template = json.loads(json.dumps(TEMPLATE))
         if annotations:
             template["metadata"] = {"annotations": dict(annotations)}
         return {"replicas": replicas, "restartPolicy": "OnFailure", "template": template}
 
-    spec: dict[str, Any] = {"worker": role(workers, worker_annotations)}
+    spec: dict[str, Any] = {"worker": role(workers)}
+    if chief:
+        spec["chief"] = role(1, chief_annotations)
     if ps:
         spec["ps"] = role(ps)
     return {"apiVersion": "kubeflow.org/v1", "kind": "TensorFlowJob",
@@ -467,8 +484,8 @@ class OperatorProcess:
     def queue_idle(self) -> bool:
         """The work queue is empty and no worker is busy (from workqueue_* metrics)."""
         text = self.metrics()
-        depth = metric_value(text, "workqueue_depth", name="tensorflowjobs")
-        busy = metric_value(text, "workqueue_unfinished_work_seconds", name="tensorflowjobs")
+        depth = metric_value(text, "workqueue_depth", {"name": "tensorflowjobs"})
+        busy = metric_value(text, "workqueue_unfinished_work_seconds", {"name": "tensorflowjobs"})
         return depth == 0 and busy == 0
 
     def stop(self, timeout: float = 40.0) -> None:
