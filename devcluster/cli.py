@@ -62,6 +62,21 @@ def cmd_logs(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import Demo  # the demo needs PyYAML and the repository's manifests; the rest does not
+
+    interactive = not args.non_interactive and sys.stdin.isatty() and sys.stdout.isatty()
+    return Demo(Cluster(args.dir), timeout=args.timeout, interactive=interactive, down=args.down).run()
+
+
+def _demo_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--timeout", type=float, default=300.0,
+                        help="seconds for everything (cluster, operator, job to Succeeded); default 300")
+    parser.add_argument("--non-interactive", action="store_true",
+                        help="exit when the job finishes (automatic without a terminal); status 0 only if it Succeeded")
+    parser.add_argument("--down", action="store_true", help="stop the cluster at the end")
+
+
 def _up_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nodes", type=int, default=4, help="number of fake (KWOK) nodes (default 4)")
     parser.add_argument("--cpus", default="32", help="CPU capacity per node (default 32)")
@@ -87,6 +102,7 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str, Callable[[ar
     "status": (cmd_status, "show its components, ports and nodes", _no_arguments),
     "kubeconfig": (cmd_kubeconfig, "print the path of the admin kubeconfig", _no_arguments),
     "logs": (cmd_logs, "print a component's log", _logs_arguments),
+    "demo": (cmd_demo, "start the cluster and the operator, run an example job to Succeeded", _demo_arguments),
 }
 
 

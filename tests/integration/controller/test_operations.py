@@ -11,6 +11,8 @@ from __future__ import annotations
 import copy
 import json
 import pathlib
+import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -22,6 +24,8 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from controller.kube import ApiError, Kube, resource_path
+from devcluster.cluster import Cluster
+from devcluster.components import COMPONENTS
 
 from .conftest import ROOT, Operator, TfJobs, role, wait_for
 
@@ -369,3 +373,30 @@ def test_the_operators_identity_cannot_read_secrets(cluster: Any, grants: Grants
     allowed = cluster.kubectl("auth", "can-i", "create", "pods", "-n", grants.namespace, kubeconfig=kubeconfig,
                               check=False)
     assert allowed.stdout.strip() == "yes"
+
+
+# ---- the README's first command ------------------------------------------------------------------------
+
+
+def test_the_demo_runs_an_example_job_to_success_on_a_fresh_cluster_within_its_time_limit(
+        tmp_path: pathlib.Path) -> None:
+    # What `make run` does on a fresh clone, non-interactively: its own cluster in a new folder,
+    # started, used and stopped again (--down), all within the demo's own time limit.
+    folder = tmp_path / "demo-cluster"
+    started = time.monotonic()
+    demo = subprocess.run([sys.executable, "-m", "devcluster.cli", "demo", "--dir", str(folder), "--non-interactive",
+                           "--timeout", "240", "--down"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+    output = demo.stdout
+    assert demo.returncode == 0, output + demo.stderr
+    assert time.monotonic() - started < 240
+    assert "Starting a local control plane" in output
+    view = output[output.index("kubectl get tfjob -n tfjob-demo -w"):].split("\n\n")[0].splitlines()
+    assert view[1].split() == ["NAME", "STATE", "WORKERS", "PS", "RESTARTS", "AGE"]
+    state_column = slice(view[1].index("STATE"), view[1].index("WORKERS"))  # cells may be empty: fixed width
+    states = [line[state_column].strip() for line in view[2:]]
+    assert states[-1] == "Succeeded"
+    assert "Running" in states
+    assert f"export KUBECONFIG={folder.resolve() / 'kubeconfig'}" in output
+    assert f"tfjob-devcluster down --dir {folder.resolve()}" in output
+    assert not any(Cluster(folder).status()[c]["running"] for c in COMPONENTS), "--down stopped the cluster"
