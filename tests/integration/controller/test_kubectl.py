@@ -7,7 +7,6 @@ Output is checked as a user reads it: column headers and cells, not just exit co
 
 from __future__ import annotations
 
-import contextlib
 import json
 import pathlib
 import subprocess
@@ -15,6 +14,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
+from devcluster.waiting import wait_for
 
 MANIFESTS = pathlib.Path(__file__).resolve().parents[3] / "manifests"
 
@@ -116,16 +117,25 @@ def test_kubectl_scale_changes_the_worker_count_and_pods_follow(tfjobs: Any) -> 
 # ---- the install manifests against a real API server -------------------------------------------
 
 
-@contextlib.contextmanager
-def existing_namespace(cluster: Any, name: str) -> Iterator[None]:
-    """Server-side dry runs do not create namespaces, so objects in a new one would fail; make it
-    exist for the dry run (and remove it afterwards if this created it)."""
-    created = cluster.kubectl("create", "namespace", name, check=False).returncode == 0
-    try:
-        yield
-    finally:
-        if created:
-            cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+@pytest.fixture(scope="module")
+def install_namespaces(cluster: Any) -> Iterator[None]:
+    """Server-side dry runs do not create namespaces, so objects in a new one would fail: make the
+    installs' namespaces exist for this module (and remove those it created afterwards)."""
+    created: list[str] = []
+
+    def active(name: str) -> bool:
+        found = cluster.kubectl("get", "namespace", name, "-o", "jsonpath={.status.phase}", check=False)
+        if found.returncode == 0:
+            return found.stdout == "Active"  # else an earlier run's deletion is still finishing
+        if cluster.kubectl("create", "namespace", name, check=False).returncode == 0:
+            created.append(name)
+        return False  # look again: created now, or created by someone else meanwhile
+
+    for name in ("tfjob-system", "team-a"):
+        wait_for(lambda name=name: active(name), 60, f"namespace {name} to be active")
+    yield
+    for name in created:
+        cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
 
 
 def dry_run_objects(output: str) -> list[str]:
@@ -135,9 +145,9 @@ def dry_run_objects(output: str) -> list[str]:
 
 
 @pytest.mark.parametrize("mode", [[], ["--server-side"]], ids=["client-side", "server-side"])
-def test_the_install_manifests_pass_a_server_side_dry_run(cluster: Any, crd: None, mode: list[str]) -> None:
-    with existing_namespace(cluster, "tfjob-system"):
-        result = cluster.kubectl("apply", *mode, "--dry-run=server", "-k", str(MANIFESTS))
+@pytest.mark.usefixtures("crd", "install_namespaces")
+def test_the_install_manifests_pass_a_server_side_dry_run(cluster: Any, mode: list[str]) -> None:
+    result = cluster.kubectl("apply", *mode, "--dry-run=server", "-k", str(MANIFESTS))
 
     assert dry_run_objects(result.stdout) == sorted([
         "namespace/tfjob-system",
@@ -153,9 +163,9 @@ def test_the_install_manifests_pass_a_server_side_dry_run(cluster: Any, crd: Non
     ])
 
 
-def test_the_namespaced_install_passes_a_server_side_dry_run(cluster: Any, crd: None) -> None:
-    with existing_namespace(cluster, "team-a"):
-        result = cluster.kubectl("apply", "--server-side", "--dry-run=server", "-k", str(MANIFESTS / "namespaced"))
+@pytest.mark.usefixtures("crd", "install_namespaces")
+def test_the_namespaced_install_passes_a_server_side_dry_run(cluster: Any) -> None:
+    result = cluster.kubectl("apply", "--server-side", "--dry-run=server", "-k", str(MANIFESTS / "namespaced"))
 
     objects = dry_run_objects(result.stdout)
     assert "role.rbac.authorization.k8s.io/tfjob-operator" in objects
