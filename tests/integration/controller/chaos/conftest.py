@@ -22,6 +22,7 @@ import json
 import os
 import random
 import signal
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -147,6 +148,52 @@ def job_watch(api: Kube, namespace: str) -> Iterator[JobWatch]:
     watch.start()
     yield watch
     watch.stop()
+
+
+class Supervisor:
+    """Restart control-plane components that crash, as the kubelet restarts static pods.
+
+    Restarting the API server can kill the kube-scheduler ("Pod updated on a different node than
+    previously added to. Scheduler cache is corrupted", a fatal log; kubernetes/kubernetes#50916):
+    in a real cluster the kubelet restarts it; in the devcluster nothing would, and pods would stay
+    Pending for the rest of the session. Components a test restarts on purpose are left to the test,
+    which holds `lock` while doing so.
+    """
+
+    WATCHED = ("kube-controller-manager", "kube-scheduler", "kwok")
+
+    def __init__(self, cluster: Any) -> None:
+        self.cluster = cluster
+        self.lock = threading.Lock()
+        self.revived: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="control-plane supervisor", daemon=True)
+
+    def __enter__(self) -> Supervisor:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        self._thread.join(30)
+        self.revive()
+
+    def revive(self) -> None:
+        with self.lock:
+            for component in self.WATCHED:
+                if not self.cluster.is_running(component):
+                    self.revived.append(component)
+                    self.cluster.start_component(component, wait=False)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.5):
+            self.revive()
+
+
+@pytest.fixture
+def supervisor(cluster: Any) -> Iterator[Supervisor]:
+    with Supervisor(cluster) as running:
+        yield running
 
 
 # ---- shared checks ----------------------------------------------------------------------------------
