@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from controller.kube import ApiError, Kube, resource_path
 from controller.labels import JOB_NAME_LABEL
@@ -197,6 +198,16 @@ def supervisor(cluster: Any) -> Iterator[Supervisor]:
 
 
 # ---- shared checks ----------------------------------------------------------------------------------
+
+
+def metric_total(operator: Operator, name: str, **labels: str) -> float:
+    """The sum of one metric's samples whose labels include `labels` (0 when absent)."""
+    total = 0.0
+    for family in text_string_to_metric_families(operator.metrics()):
+        for sample in family.samples:
+            if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
+                total += sample.value
+    return total
 
 
 def leftovers(api: Kube, namespace: str) -> list[str]:
