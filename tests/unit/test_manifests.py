@@ -21,8 +21,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "manifests"
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the CRD is large
 
-# What the operator's code calls (controller/controller.py, reconciler.py, app.py, events.py),
-# as (apiGroup, resource) -> verbs. The RBAC integration test proves it is enough.
+# What the operator's code calls (controller/controller.py, reconciler.py, queueing.py, app.py,
+# events.py), as (apiGroup, resource) -> verbs. The RBAC integration test proves it is enough.
 OPERATOR_PERMISSIONS: dict[tuple[str, str], set[str]] = {
     ("kubeflow.org", "tensorflowjobs"): {"list", "watch", "delete"},
     ("kubeflow.org", "tensorflowjobs/status"): {"patch"},
@@ -31,7 +31,16 @@ OPERATOR_PERMISSIONS: dict[tuple[str, str], set[str]] = {
     ("", "services"): {"get", "list", "watch", "create", "delete"},
     ("", "nodes"): {"list", "watch"},
     ("", "events"): {"create"},
+    ("kueue.x-k8s.io", "workloads"): {"list", "watch", "create", "patch", "delete"},
+    ("kueue.x-k8s.io", "workloads/status"): {"patch"},
+    ("kueue.x-k8s.io", "resourceflavors"): {"list", "watch"},
+    ("kueue.x-k8s.io", "workloadpriorityclasses"): {"get"},
 }
+CLUSTER_SCOPED = {("", "nodes"), ("kueue.x-k8s.io", "resourceflavors"), ("kueue.x-k8s.io", "workloadpriorityclasses")}
+
+
+def load_objects(path: pathlib.Path) -> list[dict[str, Any]]:
+    return [doc for doc in yaml.load_all(path.read_text(), Loader=LOADER) if doc]
 
 
 def load_kustomization(directory: pathlib.Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -43,7 +52,7 @@ def load_kustomization(directory: pathlib.Path) -> tuple[list[dict[str, Any]], d
         if path.is_dir():
             objects += load_kustomization(path)[0]
         else:
-            objects += [doc for doc in yaml.load_all(path.read_text(), Loader=LOADER) if doc]
+            objects += load_objects(path)
     return objects, kustomization
 
 
@@ -191,7 +200,8 @@ def test_cluster_role_grants_exactly_what_the_operator_calls(cluster_install: li
 def test_no_role_has_wildcards_or_touches_secrets(cluster_install: list[dict[str, Any]],
                                                   namespaced_install: tuple[list[dict[str, Any]], dict[str, Any]],
                                                   kind: str) -> None:
-    roles = [o for o in [*cluster_install, *namespaced_install[0]] if o["kind"] == kind]
+    kueue_read = load_objects(MANIFESTS / "namespaced" / "kueue-read.yaml")
+    roles = [o for o in [*cluster_install, *namespaced_install[0], *kueue_read] if o["kind"] == kind]
     assert roles
     for role in roles:
         for rule in role["rules"]:
@@ -229,8 +239,22 @@ def test_namespaced_install_uses_roles_only(namespaced_install: tuple[list[dict[
     kinds = {o["kind"] for o in objects}
     assert not kinds & {"ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"}
     role = find(objects, "Role", "tfjob-operator")
-    expected = {key: verbs for key, verbs in OPERATOR_PERMISSIONS.items() if key != ("", "nodes")}
+    expected = {key: verbs for key, verbs in OPERATOR_PERMISSIONS.items() if key not in CLUSTER_SCOPED}
     assert permissions(role["rules"]) == expected
+
+
+def test_namespaced_kueue_add_on_grants_only_the_cluster_scoped_kueue_reads(
+        namespaced_install: tuple[list[dict[str, Any]], dict[str, Any]]) -> None:
+    objects, kustomization = namespaced_install
+    kueue_read = load_objects(MANIFESTS / "namespaced" / "kueue-read.yaml")
+    role = find(kueue_read, "ClusterRole")
+    expected = {key: verbs for key, verbs in OPERATOR_PERMISSIONS.items()
+                if key in CLUSTER_SCOPED and key[0] == "kueue.x-k8s.io"}
+    assert permissions(role["rules"]) == expected
+    assert "kueue-read.yaml" not in kustomization["resources"]  # opt-in: only where Kueue is installed
+    binding = find(kueue_read, "ClusterRoleBinding")
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "tfjob-operator",
+                                    "namespace": find(objects, "Namespace")["metadata"]["name"]}]
 
 
 def test_namespaced_install_watches_only_its_namespace(

@@ -171,3 +171,9 @@ def test_the_namespaced_install_passes_a_server_side_dry_run(cluster: Any) -> No
     assert "role.rbac.authorization.k8s.io/tfjob-operator" in objects
     assert "deployment.apps/tfjob-operator" in objects
     assert not any(o.startswith("clusterrole") for o in objects)
+    kueue_read = cluster.kubectl("apply", "--server-side", "--dry-run=server", "-f",
+                                 str(MANIFESTS / "namespaced" / "kueue-read.yaml"))
+    assert dry_run_objects(kueue_read.stdout) == [
+        "clusterrole.rbac.authorization.k8s.io/tfjob-operator-team-a-kueue-read",
+        "clusterrolebinding.rbac.authorization.k8s.io/tfjob-operator-team-a-kueue-read",
+    ]
