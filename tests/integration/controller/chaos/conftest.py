@@ -74,7 +74,7 @@ class Scale:
 SCALES = {
     "ci": Scale("ci", kill_jobs=10, kills=3, restart_jobs=4, compaction_jobs=3, node_jobs=2, node_workers=4,
                 nodes_lost=1, churn_workers=3, churn_rounds=3, churn_per_round=2, failover_jobs=8, failovers=2,
-                proxy_jobs=4, fault_seconds=15.0, planner_examples=300, apply_examples=24),
+                proxy_jobs=8, fault_seconds=15.0, planner_examples=300, apply_examples=24),
     "full": Scale("full", kill_jobs=50, kills=10, restart_jobs=12, compaction_jobs=8, node_jobs=4, node_workers=8,
                   nodes_lost=2, churn_workers=6, churn_rounds=10, churn_per_round=3, failover_jobs=20, failovers=3,
                   proxy_jobs=10, fault_seconds=60.0, planner_examples=3000, apply_examples=120),

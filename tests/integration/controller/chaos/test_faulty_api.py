@@ -1,0 +1,146 @@
+"""Fault 7 (issue #9): a slow and failing API, through the fault-injecting proxy (faultproxy.py).
+
+The operator talks to the API server only through the proxy (a ServiceAccount token bound to
+cluster-admin, the proxy's CA). For a while every request — watches included — may be delayed,
+throttled with 429 and a Retry-After, failed with 500, dropped before it reaches the API server, or
+lost after it took effect; open watches are cut now and then. Meanwhile jobs are created, scaled and
+finish. Then the faults stop. The operator must retry with back-off, never send a request again
+sooner than the Retry-After it was given (a few watches are always throttled), never hot-loop,
+never create anything twice nor claim a name conflict that does not exist, and converge.
+"""
+
+from __future__ import annotations
+
+import base64
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from controller.kube import ApiError, Kube, resource_path
+
+from ..conftest import Operator, TfJobs, wait_for
+from .conftest import Scale, metric_total
+from .faultproxy import Exchange, FaultProxy, Faults
+from .watching import JobWatch, PodWatch
+from .workload import live_pods_of_finished_jobs, mixed_jobs, outcome_problems, terminal
+
+pytestmark = pytest.mark.usefixtures("no_session_operator")
+
+FAULTS = Faults(delay=0.15, max_delay=1.0, throttle=0.10, retry_after=(1, 3), error=0.08, drop=0.05, lose=0.05)
+WATCH_RETRY_AFTER = 3  # seconds, for the watches throttled after the first cut
+RETRY_AFTER_SLACK = 0.02  # seconds: the proxy stamps a 429 just before the client reads it
+MIN_BACKOFF = 0.1  # seconds: no failed request is sent again sooner than this
+RBAC = "rbac.authorization.k8s.io"
+
+
+@pytest.fixture
+def admin_token(cluster: Any, api: Kube, namespace: str) -> Iterator[str]:
+    """A token of a ServiceAccount bound to cluster-admin (the binding is deleted afterwards)."""
+    api.create(resource_path("", "v1", "serviceaccounts", namespace), {"metadata": {"name": "chaos-operator"}})
+    binding = f"chaos-{namespace}"
+    api.create(resource_path(RBAC, "v1", "clusterrolebindings"), {
+        "metadata": {"name": binding},
+        "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": "cluster-admin"},
+        "subjects": [{"kind": "ServiceAccount", "name": "chaos-operator", "namespace": namespace}]})
+    config = yaml.safe_load(Path(cluster.service_account_kubeconfig(namespace, "chaos-operator")).read_text())
+    yield config["users"][0]["user"]["token"]
+    try:
+        api.delete(resource_path(RBAC, "v1", "clusterrolebindings", None, binding))
+    except ApiError as error:
+        if not error.not_found:
+            raise
+
+
+def kubeconfig_for(proxy: FaultProxy, token: str, folder: Path) -> Path:
+    ca = proxy.ca.read_bytes()
+    path = folder / "through-proxy.kubeconfig"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "proxy",
+        "clusters": [{"name": "proxy", "cluster": {"server": proxy.url,
+                                                   "certificate-authority-data": base64.b64encode(ca).decode()}}],
+        "users": [{"name": "operator", "user": {"token": token}}],
+        "contexts": [{"name": "proxy", "context": {"cluster": "proxy", "user": "operator"}}]}))
+    return path
+
+
+def too_soon(log: list[Exchange]) -> list[str]:
+    """Requests sent again sooner than the Retry-After of the 429 before them, or (for other failures)
+    sooner than MIN_BACKOFF."""
+    problems = []
+    for number, failed in enumerate(log):
+        if failed.fate in ("", "delay"):
+            continue
+        again = next((e for e in log[number + 1:] if e.key == failed.key), None)
+        if again is None:
+            continue
+        since = failed.answered_at if failed.answered_at is not None else failed.at
+        wanted = (failed.retry_after - RETRY_AFTER_SLACK) if failed.fate == "throttle" else MIN_BACKOFF
+        if again.at - since < wanted:
+            problems.append(f"{failed.key}: {failed.fate} ({failed.status}, Retry-After {failed.retry_after}) then "
+                            f"sent again {again.at - since:.3f}s later")
+    return problems
+
+
+def test_operator_backs_off_honours_retry_after_and_converges_through_a_faulty_api(
+        cluster: Any, scale: Scale, rng: random.Random, operators: Callable[..., Operator],
+        tfjobs_no_operator: TfJobs, admin_token: str, pod_watch: PodWatch, job_watch: JobWatch, tmp_path: Path,
+        chaos_results: Callable[..., None]) -> None:
+    tfjobs = tfjobs_no_operator
+    with FaultProxy(cluster.api_url, cluster.layout.pki / "ca.crt", tmp_path, random.Random(rng.random())) as proxy:
+        operator = operators(["--namespace", tfjobs.namespace], kubeconfig=kubeconfig_for(proxy, admin_token, tmp_path))
+        jobs = mixed_jobs(rng, scale.proxy_jobs, "p", 4.0, scale.fault_seconds,
+                          kinds=("workers", "chief-ps", "scaled", "never", "retry"))
+        proxy.faults = FAULTS
+        started = time.monotonic()
+        for job in jobs:
+            job.create(tfjobs)
+        scale_at = started + min(j.scale_after for j in jobs if j.scale_to)
+        cuts = sorted(started + rng.uniform(0, scale.fault_seconds) for _ in range(max(2, int(scale.fault_seconds / 5))))
+        for moment in sorted([scale_at, *cuts]):
+            threading.Event().wait(max(0.0, moment - time.monotonic()))  # planned fault moments
+            if moment == scale_at:
+                for job in jobs:
+                    if job.scale_to:
+                        tfjobs.patch(job.name, {"worker": {"replicas": job.scale_to}})
+            else:
+                if moment == cuts[0]:  # the first cut: the watches reopened right after it are throttled
+                    proxy.throttle_watches(3, WATCH_RETRY_AFTER)
+                proxy.cut()
+        threading.Event().wait(max(0.0, started + scale.fault_seconds - time.monotonic()))  # the end of the faults
+        proxy.faults = None
+        calm = time.monotonic()
+        wait_for(lambda: all(terminal(tfjobs, j, job_watch.final_state(j.uid)) for j in jobs), 90,
+                 "every job to reach a terminal state once the faults stopped", interval=0.5)
+        converged = time.monotonic() - calm
+        wait_for(lambda: not live_pods_of_finished_jobs(pod_watch, jobs), 30, "finished jobs to keep no live pods")
+        log = proxy.log()
+
+    problems = outcome_problems(tfjobs, jobs, pod_watch, job_watch)
+    problems += [f"{job.name}: false {e['reason']} event: {e['message']}" for job in jobs
+                 for e in tfjobs.events(job.name) if e["reason"] == "NameConflict"]  # nothing foreign exists here
+    assert not problems, "\n".join(problems)
+    during = [e for e in log if started <= e.at <= calm]
+    fates = {fate: sum(1 for e in during if e.fate == fate) for fate in ("delay", "throttle", "error", "drop", "lose")}
+    print(f"{len(during)} requests during the faults: {fates}")
+    for exchange in during:
+        if exchange.fate not in ("", "delay"):
+            again = next((e for e in log if e.key == exchange.key and e.at > exchange.at), None)
+            gap = f"{again.at - (exchange.answered_at or exchange.at):.2f}s" if again else "-"
+            print(f"  {exchange.fate:8} {exchange.status} ra={exchange.retry_after} again after {gap}: {exchange.key}")
+    assert all(fates.values()), f"every kind of fault should have happened at least once: {fates}"
+    early = too_soon(log)
+    assert not early, "requests retried too soon:\n" + "\n".join(early)
+    rate = len(during) / (calm - started)
+    assert rate < 50, f"{rate:.0f} requests/s through a failing API looks like a hot loop"
+    assert operator.process is not None and operator.process.poll() is None
+    assert "retrying transient API error" in operator.log_path.read_text()
+    assert metric_total(operator, "tfjob_api_requests_total", code="429") >= 1
+    chaos_results(fault="faulty API (proxy)", fault_s=scale.fault_seconds, requests=len(during), faults=fates,
+                  converged_after_faults_s=round(converged, 1), retry_after_violations=len(early),
+                  duplicates=len(pod_watch.duplicates), lost_jobs=0)
