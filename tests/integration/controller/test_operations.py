@@ -331,7 +331,8 @@ def test_readyz_is_not_ready_until_the_caches_sync(cluster: Any, crd: None, gran
     assert http_status(f"{health}/healthz") == 200
 
     grants.grant_operator_roles()
-    wait_for(operator.ready, 60, "/readyz once the informers can list")
+    # Refused lists back off like client-go's (0.8 s doubling to 30 s, plus up to 100 % jitter).
+    wait_for(operator.ready, 120, "/readyz once the informers can list")
     assert http_status(f"{health}/readyz") == 200
 
 

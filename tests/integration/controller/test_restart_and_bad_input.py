@@ -89,7 +89,8 @@ def test_quota_refusal_is_reported_and_the_job_runs_once_quota_allows(tfjobs: An
     tfjobs.create("qt", worker=tfjobs.role(3))
     tfjobs.wait_for(lambda: (tfjobs.condition("qt", "Running") or {}).get("reason") == "QuotaExceeded", 30,
                     "a QuotaExceeded condition")
-    assert any(e["reason"] == "QuotaExceeded" and e["type"] == "Warning" for e in tfjobs.events("qt"))
+    tfjobs.wait_for(lambda: any(e["reason"] == "QuotaExceeded" and e["type"] == "Warning" for e in tfjobs.events("qt")),
+                    30, "a QuotaExceeded Warning event")  # events are posted asynchronously
     assert len(tfjobs.pods("qt")) == 2
     tfjobs.api.patch(f"{quota_path}/pods", {"spec": {"hard": {"pods": "10"}}})
     tfjobs.wait_pods("qt", 3, timeout=120)
