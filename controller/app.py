@@ -81,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
     controller = Controller(
         kube, namespaces=args.namespace, workers=args.workers, cluster_domain=args.cluster_domain,
         resync_period=args.resync, watch_nodes=not args.namespace, metrics=metrics,
+        use_kueue={"auto": None, "on": True, "off": False}[getattr(args, "kueue", "auto")],
         queue_metrics=PrometheusMetricsProvider(registry=metrics.registry), recorder=recorder,
     )
     stop = threading.Event()

@@ -95,6 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--health-addr", default=":8081", help="/healthz and /readyz address ('0' to disable)")
     run.add_argument("--cluster-domain", default="", help="cluster DNS domain appended to TF_CONFIG addresses")
     run.add_argument("--resync", type=float, default=300.0, help="informer resync period in seconds (0: off)")
+    run.add_argument("--kueue", choices=["auto", "on", "off"], default="auto",
+                     help="queue jobs labelled kueue.x-k8s.io/queue-name through Kueue (auto: when its API is served)")
     run.add_argument("--log-format", choices=["json", "console"], default=None, help="default: console on a tty")
     run.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     run.set_defaults(func=_run)

@@ -105,6 +105,9 @@ class Controller:
                                      clock=clock, kueue_gate=gate)
         self._threads: list[threading.Thread] = []
         self._wire_handlers()
+        if metrics is not None:  # show every informer's relist count from the start, zeros included
+            for informer in self.informers():
+                metrics.informer_relists.labels(informer.name)
 
     # ---- the read side the reconciler uses (informer caches) -------------------------------------
 
