@@ -68,16 +68,16 @@ class Scale:
     fault_seconds: float
     # 8. fuzzing
     planner_examples: int
-    apply_examples: int
+    apply_examples: int  # batches of four jobs: valid, rejected, invalid spec, bad template
 
 
 SCALES = {
     "ci": Scale("ci", kill_jobs=10, kills=3, restart_jobs=4, compaction_jobs=3, node_jobs=2, node_workers=4,
                 nodes_lost=1, churn_workers=3, churn_rounds=3, churn_per_round=2, failover_jobs=8, failovers=2,
-                proxy_jobs=8, fault_seconds=15.0, planner_examples=300, apply_examples=24),
+                proxy_jobs=8, fault_seconds=15.0, planner_examples=300, apply_examples=6),
     "full": Scale("full", kill_jobs=50, kills=10, restart_jobs=12, compaction_jobs=8, node_jobs=4, node_workers=8,
                   nodes_lost=2, churn_workers=6, churn_rounds=10, churn_per_round=3, failover_jobs=20, failovers=3,
-                  proxy_jobs=10, fault_seconds=60.0, planner_examples=3000, apply_examples=120),
+                  proxy_jobs=10, fault_seconds=60.0, planner_examples=3000, apply_examples=30),
 }
 
 
@@ -198,6 +198,18 @@ def supervisor(cluster: Any) -> Iterator[Supervisor]:
 
 
 # ---- shared checks ----------------------------------------------------------------------------------
+
+
+def settle(remaining: Callable[[], list[str]], timeout: float, what: str, interval: float = 0.5) -> None:
+    """Poll until `remaining()` (what is still wrong) is empty; fail listing what it last returned."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = remaining()
+        if not left:
+            return
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}; still: " + "; ".join(left[:20]))
+        threading.Event().wait(interval)
 
 
 def metric_total(operator: Operator, name: str, **labels: str) -> float:

@@ -1,0 +1,285 @@
+"""Fault 8 (issue #9): bad input, generated with hypothesis (strategies in fuzzing.py).
+
+Offline, fast and many: every generated job — valid edge cases, invalid mutations, arbitrary JSON
+where the fields go — and every generated set of observed pods and prior status goes through
+`validate_job` and the controller's pure planner `plan_job`: neither raises; validation names the
+mutated field; the plan only deletes pods it was shown (each once), creates only into empty slots
+with the job as controller, never sets contradictory conditions, never lowers restartCount, leaves a
+finished job finished, and fails an invalid one with InvalidSpec.
+
+Through the cluster, fewer: the same candidates go through `kubectl apply` to a running operator.
+Admission rejects exactly the invalid mutations, naming the field, as `tfjob-operator validate` does
+offline; whatever is admitted runs or ends with a specific reason; the operator's API calls stay
+bounded per job and quiet once things settle; and foreign objects with the job label — a Pod and a
+Service squatting the names of a job — are never touched.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+import zlib
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import yaml
+from hypothesis import HealthCheck, Phase, example, given, seed, settings
+from hypothesis import strategies as st
+
+from controller import podstate
+from controller.defaults import apply_defaults
+from controller.kube import Kube, resource_path
+from controller.labels import JOB_NAME_LABEL
+from controller.plan import plan_job
+from controller.validation import validate_job
+
+from ..conftest import Operator, TfJobs, wait_for
+from .conftest import SESSION_SEED, Scale, metric_total, settle
+from .fuzzing import (
+    JOB_UID,
+    Candidate,
+    bad_templates,
+    candidates,
+    document,
+    invalid_specs,
+    job_statuses,
+    names,
+    observed_pods,
+    valid,
+    wild_specs,
+)
+from .fuzzing import rejected as rejected_candidates
+from .watching import JobWatch
+
+NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
+RUN_REASONS = {"ReplicaFailed", "BackoffLimitExceeded", "DeadlineExceeded"}  # a job's own way of failing
+DECOY = "decoy"
+QUIET_WINDOW = 5.0  # seconds during which a settled operator should make (almost) no API calls
+
+
+def hypothesis_seed(test: str) -> int:
+    return zlib.crc32(f"{SESSION_SEED}:{test}".encode())
+
+
+def true_conditions(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["type"]: c for c in status.get("conditions") or [] if isinstance(c, dict) and c.get("status") == "True"}
+
+
+def plan_problems(job: dict[str, Any], pods: list[dict[str, Any]], prior: dict[str, Any]) -> list[str]:
+    """What is wrong with the planner's answer for one job (it must not raise)."""
+    plan = plan_job(job, pods, None, now=NOW, node_ready=lambda node: None if not node else node != "dead")
+    problems = []
+    shown = {p["metadata"]["uid"] for p in pods}
+    deleted = [d.pod["metadata"]["uid"] for d in plan.delete_pods]
+    if len(deleted) != len(set(deleted)) or not set(deleted) <= shown:
+        problems.append(f"deletes {deleted} of pods {sorted(shown)}")
+    occupied = {podstate.slot(p) for p in pods} - {None}
+    created = [p["metadata"]["name"] for p in plan.create_pods]
+    if len(created) != len(set(created)):
+        problems.append(f"creates a name twice: {created}")
+    for pod in plan.create_pods:
+        if podstate.slot(pod) in occupied:
+            problems.append(f"creates {pod['metadata']['name']} into an occupied slot")
+        owners = [r for r in pod["metadata"].get("ownerReferences") or [] if r.get("controller")]
+        if [r.get("uid") for r in owners] != [JOB_UID]:
+            problems.append(f"{pod['metadata']['name']} is not controlled by the job: {owners}")
+    after = true_conditions(plan.status)
+    if "Succeeded" in after and "Failed" in after:
+        problems.append("Succeeded and Failed both True")
+    if "Running" in after and ({"Succeeded", "Failed"} & set(after)):
+        problems.append(f"Running True beside {sorted({'Succeeded', 'Failed'} & set(after))}")
+    before = true_conditions(prior)
+    if isinstance(prior.get("restartCount"), int) and plan.status.get("restartCount", 0) < prior["restartCount"]:
+        problems.append(f"restartCount went down: {prior['restartCount']} -> {plan.status.get('restartCount')}")
+    finished = {"Succeeded", "Failed"} & set(before)
+    if finished:
+        if plan.create_pods or plan.create_service:
+            problems.append(f"a {sorted(finished)} job creates {created}")
+        if not finished <= set(after):
+            problems.append(f"a {sorted(finished)} job stopped being so: {sorted(after)}")
+    elif validate_job(job):
+        if after.get("Failed", {}).get("reason") != "InvalidSpec":
+            problems.append(f"an invalid job was not failed with InvalidSpec: {sorted(after)}")
+        if plan.create_pods:
+            problems.append(f"an invalid job creates {created}")
+    return problems
+
+
+def test_validation_and_the_planner_never_raise_and_keep_their_promises_on_generated_jobs(
+        scale: Scale, chaos_results: Callable[..., None]) -> None:
+    counts: dict[str, int] = {}
+
+    @seed(hypothesis_seed("planner"))
+    @settings(max_examples=scale.planner_examples, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(st.one_of(candidates(), st.builds(lambda n, s: Candidate(document(n, s), "wild"), names(), wild_specs())),
+           st.data())
+    def check(candidate: Candidate, data: st.DataObject) -> None:
+        counts[candidate.kind] = counts.get(candidate.kind, 0) + 1
+        problems = validate_job(candidate.job)
+        assert all(isinstance(p.path, str) and p.message for p in problems), problems
+        if candidate.kind == "rejected":
+            assert any(candidate.field in str(p) for p in problems), (candidate.note, problems)
+        elif candidate.kind == "invalid-spec":
+            assert problems, candidate.note
+        elif candidate.kind in ("valid", "bad-template"):
+            assert not problems, problems
+        job = apply_defaults(candidate.job)
+        job["metadata"].update(namespace="ns", uid=JOB_UID, generation=1, resourceVersion="7")
+        prior = data.draw(job_statuses(), label="prior status")
+        job["status"] = prior
+        pods = data.draw(observed_pods(job["metadata"]["name"]), label="observed pods")
+        wrong = plan_problems(job, pods, prior)
+        assert not wrong, wrong
+
+    check()
+    chaos_results(fault="bad input: planner + validation (hypothesis)", examples=sum(counts.values()), kinds=counts,
+                  raised=0)
+
+
+# ---- through the cluster --------------------------------------------------------------------------
+
+
+def renamed(job: dict[str, Any], serial: int) -> dict[str, Any]:
+    """The job under a unique name of the same length and character class (first and last kept)."""
+    name = job["metadata"]["name"]
+    if len(name) >= 6:
+        name = name[0] + f"{serial:03d}" + name[4:]
+    return {**job, "metadata": {**job["metadata"], "name": name}}
+
+
+def outcome(tfjobs: TfJobs, job_watch: JobWatch, candidate: Candidate, name: str) -> str | None:
+    """A specific end (or steady state) the job reached, or None while it has none yet. A job deleted
+    by its TTL is judged by the last status the watch saw."""
+    job = tfjobs.get(name)
+    if job is None:
+        with job_watch.lock:
+            last = [job_watch.last[uid] for uid, seen in job_watch.names.items() if seen == name]
+        if not last or "ttlSecondsAfterFinished" not in candidate.job["spec"]:
+            return None
+        status, gone = last[-1], " (then deleted by its TTL)"
+    else:
+        status, gone = job.get("status") or {}, ""
+    conditions = true_conditions(status)
+    failed = conditions.get("Failed", {}).get("reason")
+    running = next((c for c in status.get("conditions") or [] if c["type"] == "Running"), {})
+    expected = {"invalid-spec": "InvalidSpec", "bad-template": "InvalidPodTemplate"}.get(candidate.kind)
+    if expected:
+        return f"Failed/{failed}{gone}" if failed == expected else None
+    if candidate.kind == "conflict":
+        return "NameConflict" if running.get("reason") == "NameConflict" else None
+    if failed in RUN_REASONS:
+        return f"Failed/{failed}{gone}"
+    if status.get("state") in ("Running", "Succeeded", "Suspended"):
+        return f"{status['state']}{gone}"
+    return None
+
+
+def reconciles_between(operator: Operator, start: datetime, end: datetime) -> dict[str, int]:
+    """Per job name: reconciles that wrote something or failed, logged between two moments."""
+    counts: dict[str, int] = {}
+    for line in operator.log_path.read_text(errors="replace").splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(event, dict) or not event.get("job") or not event.get("timestamp"):
+            continue
+        if event.get("event") not in ("reconciled", "reconcile incomplete; retrying with back-off"):
+            continue
+        if start <= datetime.fromisoformat(event["timestamp"].replace("Z", "+00:00")) <= end:
+            name = str(event["job"]).split("/", 1)[1]
+            counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+def squat(api: Kube, namespace: str) -> dict[str, str]:
+    """A foreign Pod and Service named as job `decoy`'s would be, with the job label; their versions."""
+    labels = {JOB_NAME_LABEL: DECOY, "owner": "someone-else"}
+    pod = api.create(resource_path("", "v1", "pods", namespace), {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"{DECOY}-worker-0", "labels": labels},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
+    service = api.create(resource_path("", "v1", "services", namespace), {
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": DECOY, "labels": labels},
+        "spec": {"clusterIP": "None", "selector": {"owner": "someone-else"}, "ports": [{"port": 80}]}})
+    path = resource_path("", "v1", "pods", namespace, pod["metadata"]["name"])
+    running = wait_for(lambda: (p := api.get(path))["status"].get("phase") == "Running" and p, 60,
+                       "the foreign pod to run (after which nothing but a writer changes it)")
+    return {f"pods/{DECOY}-worker-0": running["metadata"]["resourceVersion"],
+            f"services/{DECOY}": service["metadata"]["resourceVersion"]}
+
+
+def requests_made(operator: Operator) -> float:
+    """The operator's API requests other than list and watch (its informers' own traffic)."""
+    return sum(metric_total(operator, "tfjob_api_requests_total", verb=verb)
+               for verb in ("get", "create", "update", "patch", "delete"))
+
+
+CONFLICT = Candidate(document(DECOY, {"worker": {"replicas": 1, "template": {"spec": {"containers": [
+    {"name": "tensorflow", "image": "tensorflow/tensorflow:2.21.0"}]}}}}), "conflict")
+
+
+def test_generated_jobs_are_rejected_naming_the_field_or_run_or_fail_with_a_specific_reason(
+        scale: Scale, operators: Callable[..., Operator], tfjobs_no_operator: TfJobs, api: Kube,
+        job_watch: JobWatch, no_session_operator: None, chaos_results: Callable[..., None]) -> None:
+    tfjobs = tfjobs_no_operator
+    operator = operators(["--namespace", tfjobs.namespace])
+    decoys = squat(api, tfjobs.namespace)
+    serial = itertools.count()
+    admitted: list[tuple[Candidate, str]] = []
+    rejected = 0
+
+    @seed(hypothesis_seed("apply"))
+    @settings(max_examples=scale.apply_examples, deadline=None, database=None, phases=[Phase.explicit, Phase.generate],
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @example([CONFLICT])
+    @given(st.tuples(valid(), rejected_candidates(), invalid_specs(), bad_templates()))
+    def apply(batch: tuple[Candidate, ...] | list[Candidate]) -> None:  # one candidate of each kind
+        nonlocal rejected
+        for candidate in batch:
+            job = candidate.job if candidate.kind == "conflict" else renamed(candidate.job, next(serial))
+            answer = tfjobs.apply_yaml(yaml.safe_dump(job))
+            offline = validate_job(job)
+            if candidate.kind == "rejected":
+                assert answer.returncode != 0, f"admitted: {candidate.note}"
+                assert candidate.field in answer.stderr, (candidate.note, answer.stderr)
+                assert any(candidate.field in str(p) for p in offline), (candidate.note, offline)
+                rejected += 1
+            else:
+                assert answer.returncode == 0, (candidate.kind, candidate.note, answer.stderr)
+                admitted.append((candidate, job["metadata"]["name"]))
+
+    apply()
+    applied = time.monotonic()
+
+    def pending() -> list[str]:
+        return [f"{name} ({c.kind} {c.note})" for c, name in admitted if outcome(tfjobs, job_watch, c, name) is None]
+
+    settle(pending, 120, "every admitted job to reach a specific outcome", interval=1.0)
+    outcomes = {name: outcome(tfjobs, job_watch, c, name) for c, name in admitted}
+    settled = time.monotonic() - applied
+
+    pods = int(metric_total(operator, "tfjob_pods_created_total"))
+    calls = requests_made(operator)
+    bound = 10 * len(admitted) + 4 * pods  # a few status writes and events per job; create, delete, ... per pod
+    assert calls <= bound, f"{calls:.0f} API calls for {len(admitted)} jobs and {pods} pods created (bound {bound})"
+    quiet_from, window_start = requests_made(operator), datetime.now(UTC)
+    threading.Event().wait(QUIET_WINDOW)  # a measurement window, not a synchronisation
+    quiet = requests_made(operator) - quiet_from
+    busy = reconciles_between(operator, window_start, datetime.now(UTC))
+    print(f"{quiet:.0f} API calls in the quiet window; reconciles per job: {busy}")
+    for name, result in outcomes.items():
+        done = (result or "").startswith(("Failed", "Succeeded"))
+        limit = 2 if done else 3 if result == "NameConflict" else 25
+        assert busy.get(name, 0) <= limit, f"{name} ({result}) reconciled {busy[name]} times in {QUIET_WINDOW:.0f}s"
+    for key, version in decoys.items():
+        current = api.get(resource_path("", "v1", key.split("/")[0], tfjobs.namespace, key.split("/")[1]))
+        assert current["metadata"]["resourceVersion"] == version, f"the foreign {key} was modified"
+        assert not current["metadata"].get("deletionTimestamp"), f"the foreign {key} was deleted"
+    chaos_results(fault="bad input through kubectl apply (hypothesis)", applied=len(admitted) + rejected,
+                  rejected=rejected, admitted=len(admitted), outcomes=sorted(set(outcomes.values())),
+                  api_calls=int(calls), api_bound=bound, calls_when_quiet=int(quiet), foreign_touched=0,
+                  settled_s=round(settled, 1))
