@@ -223,6 +223,11 @@ class Reconciler:
             outcome.created.append(f"service/{meta['name']}")
             return []
         except ApiError as error:
+            owner = self._ours(job, "services", meta["name"]) if error.already_exists else False
+            if owner is True:
+                return []  # the cache was behind
+            if owner is None:
+                return [f"create service {meta['name']}: it exists and its owner could not be read; retrying"]
             return self._create_failed(plan, job, "Service", meta["name"], error)
 
     def _create_pods(self, key: str, plan: Plan, job: Mapping[str, Any], outcome: Outcome) -> list[str]:
@@ -245,10 +250,14 @@ class Reconciler:
                     if self.metrics:
                         self.metrics.pods_created.inc()
                     continue
-                if error.already_exists and self._ours(job, "pods", name):
+                owner = self._ours(job, "pods", name) if error.already_exists else False
+                if owner is True:
                     continue  # the cache was behind; the informer will show it
                 self.expectations.creation_observed(key, name)
-                problems += self._create_failed(plan, job, "Pod", name, error)
+                if owner is None:
+                    problems.append(f"create pod {name}: it exists and its owner could not be read; retrying")
+                else:
+                    problems += self._create_failed(plan, job, "Pod", name, error)
                 failed = True
             start += len(chunk)
             if failed:  # slow start: a systematic error costs one batch, not every pod
@@ -265,11 +274,14 @@ class Reconciler:
             return error
         return None
 
-    def _ours(self, job: Mapping[str, Any], plural: str, name: str) -> bool:
+    def _ours(self, job: Mapping[str, Any], plural: str, name: str) -> bool | None:
+        """Whether the existing object of that name is controlled by this job; None when that
+        cannot be told now (it vanished meanwhile, or the read failed): retry, never a conflict."""
         try:
-            existing = self.kube.get(resource_path("", "v1", plural, job["metadata"]["namespace"], name))
+            existing = retry_transient(self.kube.get)(
+                resource_path("", "v1", plural, job["metadata"]["namespace"], name))
         except ApiError:
-            return False
+            return None
         return owned_by(existing, job["metadata"]["uid"])
 
     def _create_failed(self, plan: Plan, job: Mapping[str, Any], kind: str, name: str, error: ApiError) -> list[str]:

@@ -226,3 +226,30 @@ def test_creates_and_state_changes_are_recorded_as_events(kube: Mock) -> None:
     message = recorder.events[0][2]
     assert message.startswith("Created 13 object(s): j-worker-0, j-worker-1,")
     assert message.endswith("and 3 more")
+
+
+def test_unreadable_owner_of_an_existing_pod_is_retried_not_called_a_conflict(kube: Mock) -> None:
+    def create(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        if body["kind"] == "Pod":
+            raise ApiError(409, "AlreadyExists", "exists")
+        return body
+    kube.create.side_effect = create
+    kube.get.side_effect = ApiError(403, "Forbidden", "no")
+    with pytest.raises(RequeueError, match="owner could not be read"):
+        reconciler(kube, FakeCaches(make_job(workers=1))).reconcile("ns/j")
+    conditions = kube.patch.call_args.args[1]["status"]["conditions"]
+    assert all(c.get("reason") != "NameConflict" for c in conditions)
+
+
+def test_service_already_ours_but_missing_from_the_cache_is_not_a_conflict(kube: Mock) -> None:
+    job = make_job(workers=1)
+    def create(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        if body["kind"] == "Service":
+            raise ApiError(409, "AlreadyExists", "exists")
+        return body
+    kube.create.side_effect = create
+    kube.get.return_value = owned_service(job) | {"metadata": {**owned_service(job)["metadata"]}}
+    kube.get.return_value["metadata"]["ownerReferences"][0]["uid"] = "job-uid"
+    reconciler(kube, FakeCaches(job)).reconcile("ns/j")
+    conditions = kube.patch.call_args.args[1]["status"]["conditions"]
+    assert all(c.get("reason") != "NameConflict" for c in conditions)
