@@ -102,6 +102,7 @@ class Reflector:
         self._clock = clock
         self._rand = rand or random.Random()
         self._backoff = backoff or Backoff(clock=clock, rand=self._rand.random)
+        self._retry_after = 0.0
         self._stopped = threading.Event()
         self._sleep = sleep or self._stopped.wait
         self._on_relist = on_relist
@@ -150,6 +151,7 @@ class Reflector:
                     self._list_and_replace()
                 except ApiError as exc:
                     self._log.warning("list failed", error=str(exc), status=exc.status)
+                    self._server_asked_to_wait(exc)
                     self._pause()
                     continue
                 except Exception:
@@ -173,8 +175,16 @@ class Reflector:
                 self._pause()
 
     def _pause(self) -> None:
+        """Back off; never shorter than the server's last Retry-After (429, or a Status with
+        details.retryAfterSeconds)."""
+        delay = max(self._backoff.next_delay(), self._retry_after)
+        self._retry_after = 0.0
         if not self._stopped.is_set():
-            self._sleep(self._backoff.next_delay())
+            self._sleep(delay)
+
+    def _server_asked_to_wait(self, exc: ApiError) -> None:
+        if exc.retry_after:
+            self._retry_after = max(self._retry_after, float(exc.retry_after))
 
     # --- list -----------------------------------------------------------------------------------
 
@@ -283,6 +293,7 @@ class Reflector:
         return None
 
     def _after_error(self, exc: ApiError, what: str) -> _Next:
+        self._server_asked_to_wait(exc)
         if exc.gone or exc.too_large_resource_version:
             self._log.info(f"{what}: resource version expired; relisting", error=str(exc))
             return _Next.RELIST

@@ -328,3 +328,13 @@ def test_backoff_resets_after_two_minutes_without_failures() -> None:
     backoff.next_delay()
     time.now += 121
     assert backoff.next_delay() == pytest.approx(0.8)
+
+
+def test_a_429_with_retry_after_waits_at_least_that_long_for_watches_and_lists() -> None:
+    lw = FakeListerWatcher(
+        lists=[ApiError(429, "TooManyRequests", retry_after=7.0), page([], "10")],
+        watches=[ApiError(429, "TooManyRequests", retry_after=12.0), FakeWatch([added(pod("a", "11"))])],
+    )
+    _, sink, time = run(lw)
+    assert time.sleeps[0] >= 7.0 and time.sleeps[1] >= 12.0
+    assert sink.calls[-1] == ("ADDED", "a", "11")
