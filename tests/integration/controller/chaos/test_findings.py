@@ -1,8 +1,9 @@
 """Operator bugs the chaos suite found, each pinned by a minimal deterministic test.
 
-These tests fail until the bug they name is fixed (the fixes belong in controller/ or informers/,
-which this suite does not touch); each docstring gives the evidence from the chaos run and the
-proposed fix. They need no cluster.
+Each test fails while the bug it names is there (the fixes belong in controller/ or informers/,
+which this suite does not touch) and stays as a regression test once it is fixed; each docstring
+gives the evidence from the chaos run, the cause and the fix (proposed, or the commit that made
+it). They need no cluster.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 from unittest.mock import Mock
 
 from controller.builders import build_pods, build_service
+from controller.controller import Controller
 from controller.defaults import apply_defaults
 from controller.kube import ApiError, Kube
 from controller.plan import FORCE_DELETE_AFTER, plan_job
@@ -21,6 +23,7 @@ from controller.reconciler import Reconciler, RequeueError
 from controller.timeutil import format_time
 from informers.reflector import Reflector
 from informers.testing import FakeListerWatcher, FakeTime, RecordingSink, page, pod
+from workqueue import RateLimitingQueue
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
 
@@ -76,9 +79,8 @@ def test_the_reflector_waits_out_a_retry_after_before_watching_again() -> None:
     and waits only its own back-off (0.8 s + up to 100 % jitter for the first failure); client-go
     honours Retry-After for every request, lists and watches included.
 
-    Proposed fix: `informers/reflector.py`, `Reflector._after_error` / `_pause`: remember the error's
-    `retry_after` and sleep `max(self._backoff.next_delay(), retry_after or 0)` (same for a failed list
-    in `run`)."""
+    Fix (as proposed): `informers/reflector.py` remembers the error's `retry_after` and `_pause` sleeps
+    `max(self._backoff.next_delay(), retry_after)`, for failed lists and watches (commit dfaf5de)."""
     throttled = ApiError(429, "TooManyRequests", "slow down", retry_after=5.0)
     lister = FakeListerWatcher(lists=[page([pod("a", "1")], "10")], watches=[throttled])
     time = FakeTime()
@@ -122,11 +124,9 @@ def test_a_transient_error_while_checking_who_owns_an_existing_pod_is_not_a_name
     Warning event `NameConflict`, though nothing foreign exists in the namespace. It heals on the next
     reconcile, but users are told a false story (and alerting on NameConflict would fire).
 
-    Cause: `controller/reconciler.py`, `Reconciler._ours` returns False for *any* ApiError, and
-    `_create_pods` then treats AlreadyExists as a conflict. Proposed fix: let `_ours` retry the GET
-    with `retry_transient` and return a tri-state (ours / someone else's / unknown); on "unknown"
-    (a transient error, or 404 because the pod vanished meanwhile) return a plain requeue problem
-    without touching the conditions; only a pod that exists with another controller is a NameConflict."""
+    Cause: `controller/reconciler.py`, `Reconciler._ours` returned False for *any* ApiError, and
+    `_create_pods` then treated AlreadyExists as a conflict. Fix (as proposed): an owner that cannot
+    be read is retried and requeued, never reported as a NameConflict (commit e50c7d0)."""
     job = job_with_workers(1)
     kube = Mock(spec=Kube)
     kube.create.side_effect = lambda path, body: (_ for _ in ()).throw(
@@ -143,3 +143,48 @@ def test_a_transient_error_while_checking_who_owns_an_existing_pod_is_not_a_name
     conditions = kube.patch.call_args.args[1]["status"]["conditions"] if kube.patch.called else []
     assert not [c for c in conditions if c.get("reason") == "NameConflict"], conditions
     assert "NameConflict" not in events.reasons
+
+
+class _RecordingQueue(RateLimitingQueue[str]):
+    """The controller's queue, remembering after how long each item was to come back."""
+
+    def __init__(self) -> None:
+        super().__init__(name="recording")
+        self.delays: list[float] = []
+
+    def add_after(self, item: str, delay: float) -> None:
+        self.delays.append(delay)
+        super().add_after(item, delay)
+
+
+def test_a_retry_after_the_reconcile_could_not_wait_out_is_honoured_by_the_requeue() -> None:
+    """Fault 7 (faulty API) evidence: a status PATCH failed five times (500, drop, 429 + Retry-After 2,
+    429 + Retry-After 3, 500); tenacity gave up, the reconcile raised RequeueError and the work queue
+    sent the same PATCH again 7 ms later (its per-item back-off starts at 5 ms). Had the fifth answer
+    been the 429, its Retry-After would have been ignored; and a Retry-After above `retry.py`'s
+    `max_retry_after` (10 s) is never waited for at all: tenacity stops at once and the key is back
+    in 5 ms, so an API server that asks for 30 s of quiet is hit again at once, and again.
+
+    Proposed fix: carry the server's wait out of the reconcile — `controller/reconciler.py`:
+    `RequeueError(message, retry_after=...)` (the largest `ApiError.retry_after` behind it, e.g.
+    from `_write_status`, `_create_pods`, `_delete_pods`); `controller/controller.py`,
+    `Controller._process`: for a RequeueError or ApiError with `retry_after`, requeue with
+    `self.queue.add_after(key, max(retry_after, <the limiter's delay>))` (call `when()` so the
+    failure is still counted) instead of `add_rate_limited(key)`."""
+    job = job_with_workers(1)
+    job["metadata"]["resourceVersion"] = "1"
+    kube = Mock(spec=Kube)
+    kube.create.side_effect = lambda path, body: body
+    kube.patch.side_effect = ApiError(429, "TooManyRequests", "come back in 30 s", retry_after=30.0)
+    controller = Controller(kube, namespaces=["ns"], watch_nodes=False, use_kueue=False)
+    queue = _RecordingQueue()
+    controller.queue = queue
+    controller.reconciler = Reconciler(kube, _Caches(job), clock=lambda: NOW, create_parallelism=2)  # type: ignore[arg-type]
+    try:
+        controller._process("ns/j")
+    finally:
+        queue.shut_down()
+        controller.reconciler.close()
+
+    assert kube.patch.call_count == 1, "retried within the reconcile although Retry-After exceeds the limit"
+    assert queue.delays and min(queue.delays) >= 30.0, f"requeued after {min(queue.delays):.3f}s; Retry-After was 30s"
