@@ -272,15 +272,11 @@ class Controller:
             self.queue.forget(key)
             if outcome.requeue_after is not None:
                 self.queue.add_after(key, outcome.requeue_after)
-        except RequeueError as error:
-            result = "requeue"
+        except (RequeueError, ApiError) as error:
+            result = "requeue" if isinstance(error, RequeueError) else "error"
             log.warning("reconcile incomplete; retrying with back-off", job=key, error=str(error),
-                        retries=self.queue.num_requeues(key))
-            self.queue.add_rate_limited(key)
-        except ApiError as error:
-            result = "error"
-            log.warning("API error; retrying with back-off", job=key, error=str(error))
-            self.queue.add_rate_limited(key)
+                        retries=self.queue.num_requeues(key), retry_after=error.retry_after)
+            self.queue.add_rate_limited(key, min_delay=error.retry_after or 0.0)
         except Exception:  # a bug must never kill a worker
             result = "error"
             log.exception("reconcile crashed; retrying with back-off", job=key)

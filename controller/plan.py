@@ -398,7 +398,10 @@ class _Planner:
 
     def _delete(self, pod: Mapping[str, Any], reason: str, force: bool = False) -> None:
         pod_uid = podstate.uid(pod)
-        if pod_uid in self.deleting or (pod_uid in self.pending_deletes and not force):
+        # A UID still pending was deleted by us and the cache has not caught up. (The informer
+        # lowers a graceful delete's expectation as soon as the pod shows its deletionTimestamp,
+        # so a terminating pod is only still pending when it was already force-deleted.)
+        if pod_uid in self.deleting or pod_uid in self.pending_deletes:
             return
         self.deleting.add(pod_uid)
         self.out.delete_pods.append(PodDeletion(pod, reason, force))

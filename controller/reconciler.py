@@ -56,7 +56,12 @@ class Caches(Protocol):
 
 
 class RequeueError(Exception):
-    """The reconcile did what it could; try again after a rate-limited delay."""
+    """The reconcile did what it could; try again after a rate-limited delay, and not before
+    `retry_after` seconds when the API server asked for that (Retry-After)."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 @dataclass
@@ -69,6 +74,11 @@ class Outcome:
     status_written: bool = False
     job_deleted: bool = False
     errors: list[str] = field(default_factory=list)
+    retry_after: float | None = None  # the longest Retry-After among the errors
+
+    def server_asked_to_wait(self, error: ApiError) -> None:
+        if error.retry_after:
+            self.retry_after = max(self.retry_after or 0.0, float(error.retry_after))
 
 
 @dataclass
@@ -158,7 +168,7 @@ class Reconciler:
             problems += self._delete_job(job, outcome)
         if problems:
             outcome.errors = problems
-            raise RequeueError("; ".join(problems))
+            raise RequeueError("; ".join(problems), outcome.retry_after)
         return outcome
 
     # ---- deletes -------------------------------------------------------------------------------
@@ -169,27 +179,30 @@ class Reconciler:
         self.expectations.expect_deletions(key, [d.pod["metadata"]["uid"] for d in deletions])
         results = list(self._pool.map(self._delete_pod, deletions))
         failures = []
-        for deletion, error in zip(deletions, results, strict=True):
+        for deletion, result in zip(deletions, results, strict=True):
             meta = deletion.pod["metadata"]
-            if error is None:
+            if result is True:
                 outcome.deleted.append(meta["name"])
                 if self.metrics:
                     self.metrics.pods_deleted.labels(deletion.reason).inc()
-            else:
+            elif isinstance(result, ApiError):
+                outcome.server_asked_to_wait(result)
                 self.expectations.deletion_observed(key, meta["uid"])
-                failures.append(f"delete pod {meta['name']}: {error}")
+                failures.append(f"delete pod {meta['name']}: {result}")
         return failures
 
-    def _delete_pod(self, deletion: PodDeletion) -> ApiError | None:
+    def _delete_pod(self, deletion: PodDeletion) -> bool | ApiError:
+        """True when this call deleted the pod, False when it was gone already (404) or a newer pod
+        holds the name (UID precondition failed: not ours to delete), the error otherwise."""
         meta = deletion.pod["metadata"]
         path = resource_path("", "v1", "pods", meta["namespace"], meta["name"])
         try:
             retry_transient(self.kube.delete)(path, uid=meta["uid"], grace_seconds=0 if deletion.force else None)
         except ApiError as error:
             if error.not_found or error.conflict:
-                return None  # gone already, or a newer pod holds the name: not ours to delete
+                return False
             return error
-        return None
+        return True
 
     def _delete_service(self, service: Mapping[str, Any], outcome: Outcome) -> list[str]:
         meta = service["metadata"]
@@ -250,6 +263,7 @@ class Reconciler:
                     if self.metrics:
                         self.metrics.pods_created.inc()
                     continue
+                outcome.server_asked_to_wait(error)
                 owner = self._ours(job, "pods", name) if error.already_exists else False
                 if owner is True:
                     continue  # the cache was behind; the informer will show it
@@ -349,7 +363,7 @@ class Reconciler:
             self._forget_written(key)
             if error.not_found:
                 return False
-            raise RequeueError(f"status write: {error}") from error
+            raise RequeueError(f"status write: {error}", error.retry_after) from error
         with self._written_lock:
             self._written[key] = _Written(meta["resourceVersion"], updated)
         self._count_transition(old, status)

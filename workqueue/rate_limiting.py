@@ -32,9 +32,10 @@ class RateLimitingQueue(DelayingQueue[T]):
             rate_limiter if rate_limiter is not None else default_controller_rate_limiter(clock=self._clock)
         )
 
-    def add_rate_limited(self, item: T) -> None:
-        """Add ``item`` after the delay the rate limiter decides (which counts a failure)."""
-        self.add_after(item, self._rate_limiter.when(item))
+    def add_rate_limited(self, item: T, min_delay: float = 0.0) -> None:
+        """Add ``item`` after the delay the rate limiter decides (which counts a failure), and
+        not sooner than ``min_delay`` (e.g. a server's Retry-After)."""
+        self.add_after(item, max(self._rate_limiter.when(item), min_delay))
 
     def forget(self, item: T) -> None:
         """Clear the limiter's history of ``item``; ``done`` must still be called."""

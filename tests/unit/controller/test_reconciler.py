@@ -117,13 +117,13 @@ def test_failed_pod_is_deleted_with_its_uid_as_precondition(kube: Mock) -> None:
     assert kube.patch.call_args.args[1]["status"]["restartCount"] == 1
 
 
-def test_delete_of_an_already_gone_pod_is_success(kube: Mock) -> None:
+def test_delete_of_an_already_gone_pod_is_success_but_not_counted_as_a_deletion(kube: Mock) -> None:
     job = make_job()
     pods = running_pods(job)
     pods[1]["status"] = {"phase": "Failed"}
     kube.delete.side_effect = ApiError(404)
     outcome = reconciler(kube, FakeCaches(job, pods, owned_service(job))).reconcile("ns/j")
-    assert outcome.deleted == ["j-worker-1"]
+    assert outcome.deleted == [] and outcome.errors == []
 
 
 def test_rejected_template_fails_the_job_with_invalid_pod_template(kube: Mock) -> None:

@@ -93,3 +93,17 @@ def test_default_queue_retries_first_after_5ms(
     q.add_rate_limited("one")
     wait_for_sleep(0.005)
     assert q.num_requeues("one") == 1
+
+
+def test_add_rate_limited_waits_at_least_the_minimum_delay() -> None:
+    from workqueue import FakeClock, RateLimitingQueue
+
+    clock = FakeClock()
+    queue: RateLimitingQueue[str] = RateLimitingQueue(clock=clock)
+    try:
+        queue.add_rate_limited("a", min_delay=30.0)
+        clock.step(29.0)
+        assert len(queue) == 0
+        assert queue.num_requeues("a") == 1  # the failure is still counted
+    finally:
+        queue.shut_down()
