@@ -135,6 +135,9 @@ class _Planner:
         self.conditions = cond.copy_conditions(self.status)
         self.out = Plan()
         self.deleting: set[str] = set()  # pod UIDs this plan deletes
+        # Failed pods whose failure is already in retriedFailures (kept until they are gone), so a
+        # crash between counting and deleting never counts one failure twice.
+        self._counted_failed_pods: set[str] = set(self.status.get("countedFailedPods") or [])
 
     # ---- entry ---------------------------------------------------------------------------------
 
@@ -323,9 +326,12 @@ class _Planner:
         `retriedFailures` persists the first kind (and the in-place restarts of pods it removed);
         live pods contribute their current container restart counts; the published count never
         goes down (a pod deleted by someone else takes its in-place restarts with it)."""
+        fresh = [p for p in retried if podstate.uid(p) not in self._counted_failed_pods]
         base = int(self.status.get("retriedFailures") or 0)
-        base += sum(1 + podstate.container_restarts(p) for p in retried)
-        self.status["retriedFailures"] = base
+        base += sum(1 + podstate.container_restarts(p) for p in fresh)
+        if fresh or "retriedFailures" in self.status:
+            self.status["retriedFailures"] = base
+        self._counted_failed_pods.update(podstate.uid(p) for p in fresh)
         live = sum(podstate.container_restarts(p) for p in self._live_pods() if p not in retried)
         total = max(int(self.status.get("restartCount") or 0), base + live)
         self.status["restartCount"] = total
@@ -436,6 +442,12 @@ class _Planner:
         status["conditions"] = self.conditions
         status["state"] = cond.state(self.conditions)
         status["replicaStatuses"] = self._replica_statuses()
+        present = {podstate.uid(p) for p in self.observed.all()}
+        counted = sorted(self._counted_failed_pods & present)
+        if counted:
+            status["countedFailedPods"] = counted
+        else:
+            status.pop("countedFailedPods", None)
         status.setdefault("restartCount", 0)
         generation = self.job["metadata"].get("generation")
         if generation is not None:

@@ -147,6 +147,14 @@ class Reconciler:
             gate=decision.gate if decision else None,
         )
         outcome = Outcome(requeue_after=plan.requeue_after)
+        cache_version = cached["metadata"].get("resourceVersion")
+        if plan.status.get("retriedFailures") != (job.get("status") or {}).get("retriedFailures"):
+            # Count failures before deleting the failed pods: a crash in between must not lose one
+            # (the status names the pods it counted, so none is counted twice either).
+            updated = self._write_status(key, job, plan.status, cache_version)
+            if updated is not None:
+                job = {**job, "metadata": updated["metadata"], "status": updated.get("status") or {}}
+                outcome.status_written = True
         problems = self._delete_pods(key, plan.delete_pods, outcome)
         if plan.delete_service is not None:
             problems += self._delete_service(plan.delete_service, outcome)
@@ -158,7 +166,7 @@ class Reconciler:
             problems += self._create_service(plan, job, plan.create_service, outcome)
         if plan.create_pods:
             problems += self._create_pods(key, plan, job, outcome)
-        if self._write_status(key, job, plan.status):
+        if self._write_status(key, job, plan.status, cache_version) is not None:
             outcome.status_written = True
         if decision is not None and self.kueue_gate is not None:
             holding = sum(1 for p in pods if podstate.phase(p) in ("Pending", "Running", "Unknown"))
@@ -350,10 +358,13 @@ class Reconciler:
         with self._written_lock:
             self._written.pop(key, None)
 
-    def _write_status(self, key: str, job: Mapping[str, Any], status: dict[str, Any]) -> bool:
+    def _write_status(self, key: str, job: Mapping[str, Any], status: dict[str, Any],
+                      cache_version: str | None = None) -> Mapping[str, Any] | None:
+        """Patch the status if it changed; return the updated job (None when nothing was written).
+        `cache_version` is the resourceVersion the informer cache holds (for the overlay)."""
         old = job.get("status") or {}
         if old == status:
-            return False
+            return None
         meta = job["metadata"]
         body = {"metadata": {"resourceVersion": meta["resourceVersion"]}, "status": merge_patch(old, status)}
         path = resource_path(GROUP, VERSION, PLURAL, meta["namespace"], meta["name"], "status")
@@ -362,12 +373,12 @@ class Reconciler:
         except ApiError as error:
             self._forget_written(key)
             if error.not_found:
-                return False
+                return None
             raise RequeueError(f"status write: {error}", error.retry_after) from error
         with self._written_lock:
-            self._written[key] = _Written(meta["resourceVersion"], updated)
+            self._written[key] = _Written(cache_version or meta["resourceVersion"], updated)
         self._count_transition(old, status)
-        return True
+        return updated
 
     def _count_transition(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
         if self.metrics is None or old.get("state") == new.get("state"):

@@ -231,6 +231,7 @@ def build_crd(openapi: dict[str, Any]) -> dict[str, Any]:
             "completionTime": {"type": "string", "format": "date-time"},
             "restartCount": {"type": "integer", "format": "int32"},
             "retriedFailures": {"type": "integer", "format": "int32"},
+            "countedFailedPods": {"type": "array", "items": {"type": "string"}},
             "observedGeneration": {"type": "integer", "format": "int64"},
         },
     }

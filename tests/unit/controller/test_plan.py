@@ -460,3 +460,25 @@ def test_gate_closing_on_a_running_job_deletes_its_pods() -> None:
     assert names(plan.delete_pods) == ["j-worker-0", "j-worker-1"]
     assert condition(plan, "Suspended")["reason"] == "Preempted"
     assert condition(plan, "Running")["status"] == "False"
+
+
+def test_failure_counted_before_a_crash_is_not_counted_again() -> None:
+    job = make_job(worker=2)
+    pods = pods_for(job)
+    with_phase(pods, "j-worker-1", "Failed", 1)
+    first = run(job, pods)
+    assert first.status["countedFailedPods"] == ["uid-j-worker-1"]
+    # The operator died after writing the status but before deleting the pod: a new one sees it again.
+    second = run(settle(job, first), pods)
+    assert second.status["restartCount"] == 1
+    assert names(second.delete_pods) == ["j-worker-1"]
+
+
+def test_counted_failed_pods_are_forgotten_once_gone() -> None:
+    job = make_job(worker=2)
+    pods = pods_for(job)
+    with_phase(pods, "j-worker-1", "Failed", 1)
+    job = settle(job, run(job, pods))
+    plan = run(job, [p for p in pods if p["metadata"]["name"] != "j-worker-1"])
+    assert "countedFailedPods" not in plan.status
+    assert plan.status["restartCount"] == 1

@@ -253,3 +253,16 @@ def test_service_already_ours_but_missing_from_the_cache_is_not_a_conflict(kube:
     reconciler(kube, FakeCaches(job)).reconcile("ns/j")
     conditions = kube.patch.call_args.args[1]["status"]["conditions"]
     assert all(c.get("reason") != "NameConflict" for c in conditions)
+
+
+def test_a_counted_failure_is_written_before_the_failed_pod_is_deleted(kube: Mock, mocker: MockerFixture) -> None:
+    job = make_job()
+    pods = running_pods(job)
+    pods[1]["status"] = {"phase": "Failed"}
+    order = mocker.Mock()
+    order.attach_mock(kube.patch, "patch")
+    order.attach_mock(kube.delete, "delete")
+    reconciler(kube, FakeCaches(job, pods, owned_service(job))).reconcile("ns/j")
+    calls = [name for name, _, _ in order.mock_calls]
+    assert calls.index("patch") < calls.index("delete")
+    assert order.mock_calls[0].args[1]["status"]["restartCount"] == 1
