@@ -44,6 +44,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
 __all__ = [
+    "FENCED_REASON",
     "ApiError",
     "ApiException",
     "ConfigError",
@@ -99,6 +100,10 @@ _DEFAULT_REASONS: dict[int, str] = {
 }
 _TRANSIENT_STATUSES = frozenset({0, 429, 500, 502, 503, 504})
 _TIMEOUT_REASONS = frozenset({"Timeout", "ServerTimeout"})
+
+
+FENCED_REASON = "WriteFenced"
+"""ApiError reason (status 0) of a write refused locally by `Kube.write_fence`."""
 
 
 class ConfigError(Exception):
@@ -196,7 +201,9 @@ class ApiError(Exception):
 
     @property
     def transient(self) -> bool:
-        """Worth retrying as is: transport errors, 429, 500-504 and timeouts."""
+        """Worth retrying as is: transport errors, 429, 500-504 and timeouts (not a fenced write)."""
+        if self.reason == FENCED_REASON:
+            return False
         return self.status in _TRANSIENT_STATUSES or self.timeout
 
     @property
@@ -583,6 +590,9 @@ class Kube:
         watch_configuration.connection_pool_maxsize = watch_pool_size
         self._watch_api = k8s_client.ApiClient(configuration=watch_configuration)
         self._limiter = TokenBucket(qps, burst or max(1, int(qps))) if qps > 0 else None
+        # Called as write_fence(method, path) before every write; False refuses it locally (a
+        # leader that may have lost its lease must not write, e.g. after being frozen).
+        self.write_fence: Callable[[str, str], bool] | None = None
         self._on_request = on_request
         self._request_timeout = request_timeout
         self._clock = clock
@@ -691,6 +701,9 @@ class Kube:
     ) -> dict[str, Any] | None:
         """One HTTP request; the decoded JSON response (None when the body is empty)."""
         method = method.upper()
+        if method not in ("GET", "HEAD") and self.write_fence is not None and not self.write_fence(method, path):
+            raise ApiError(0, FENCED_REASON, "write refused: this process no longer holds the leader lease",
+                           method=method, path=path)
         if self._limiter is not None:
             self._limiter.acquire()
         headers = {"Accept": "application/json", "Content-Type": content_type or "application/json"}

@@ -174,6 +174,7 @@ class LeaderElector:
         self._observed: LeaderElectionRecord | None = None
         self._observed_at = 0.0  # monotonic time the observed record last changed
         self._last_contact: float | None = None  # monotonic time of the last successful Lease request
+        self._renewed_at: float | None = None  # monotonic time this process last wrote the Lease as holder
         self._leading = False
         self._reported_leader = ""
 
@@ -370,6 +371,16 @@ class LeaderElector:
         self._last_contact = self._monotonic()
         self._lease = lease
         self._observe(LeaderElectionRecord.from_lease(lease) if lease.get("spec") else record)
+        if self._holds_observed():
+            self._renewed_at = self._last_contact
+
+    def holds_lease_now(self) -> bool:
+        """Leading, and the Lease was renewed within the renew deadline by this process's own clock.
+
+        The write fence: a leader that was frozen (or starved) longer than that may have been
+        replaced, so it must not write until a renewal proves otherwise (it exits instead)."""
+        return (self._leading and self._renewed_at is not None
+                and self._monotonic() - self._renewed_at < self.config.renew_deadline)
 
     def _call(self, method: str, path: str, *, body: Any = None, timeout: float) -> dict[str, Any]:
         result = self.client.request(method, path, body=body, timeout=max(0.5, timeout))

@@ -681,3 +681,17 @@ def test_decode_as_model_builds_client_models() -> None:
     raw = json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "a"}})
     pod = kube.decode_as_model(raw, "V1Pod")
     assert type(pod).__name__ == "V1Pod" and pod.metadata.name == "p"
+
+
+def test_write_fence_refuses_writes_locally_and_is_not_transient() -> None:
+    from controller.kube import FENCED_REASON, ApiError, Kube
+
+    kube = Kube.for_host("https://127.0.0.1:1", token="t", verify_ssl=False)
+    kube.write_fence = lambda _method, _path: False
+    try:
+        kube.create("/api/v1/namespaces/ns/pods", {"metadata": {"name": "p"}})
+        raise AssertionError("the fenced write went out")
+    except ApiError as error:
+        assert error.reason == FENCED_REASON and not error.transient
+    finally:
+        kube.close()

@@ -419,3 +419,15 @@ def test_lease_namespace_comes_from_flag_then_env_then_service_account(tmp_path:
     assert default_namespace("", {"POD_NAMESPACE": "env-ns"}, str(sa_file)) == "env-ns"
     assert default_namespace("", {}, str(sa_file)) == "tfjob-system"
     assert default_namespace("", {}, missing) is None
+
+
+def test_write_fence_closes_once_the_lease_has_not_been_renewed_within_the_deadline(
+        server: FakeLeaseServer, clock: Clock) -> None:
+    leader = elector(server, clock, "a")
+    assert leader.try_acquire_or_renew(5.0)
+    leader._leading = True  # what run() sets on acquiring
+    assert leader.holds_lease_now()
+    clock.advance(leader.config.renew_deadline + 0.1)  # frozen (SIGSTOP) past the renew deadline
+    assert not leader.holds_lease_now()
+    assert leader.try_acquire_or_renew(5.0)  # a renewal reopens it
+    assert leader.holds_lease_now()
