@@ -141,6 +141,7 @@ def pod_watch(api: Kube, namespace: str) -> Iterator[PodWatch]:
     watch.start()
     yield watch
     watch.stop()
+    watch.assert_healthy()
 
 
 @pytest.fixture
@@ -149,6 +150,7 @@ def job_watch(api: Kube, namespace: str) -> Iterator[JobWatch]:
     watch.start()
     yield watch
     watch.stop()
+    watch.assert_healthy()
 
 
 class Supervisor:
@@ -200,7 +202,7 @@ def supervisor(cluster: Any) -> Iterator[Supervisor]:
 # ---- shared checks ----------------------------------------------------------------------------------
 
 
-def settle(remaining: Callable[[], list[str]], timeout: float, what: str, interval: float = 0.5) -> None:
+def until_empty(remaining: Callable[[], list[str]], timeout: float, what: str, interval: float = 0.5) -> None:
     """Poll until `remaining()` (what is still wrong) is empty; fail listing what it last returned."""
     deadline = time.monotonic() + timeout
     while True:

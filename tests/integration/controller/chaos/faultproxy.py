@@ -50,6 +50,7 @@ class Faults:
     error: float = 0.0
     drop: float = 0.0
     lose: float = 0.0
+    first: tuple[str, ...] = ()  # fates given, in order, to the first requests (so each surely happens)
 
 
 @dataclass
@@ -122,6 +123,8 @@ class FaultProxy:
         self.exchanges: list[Exchange] = []
         self.streams: set[tuple[socket.socket, http.client.HTTPSConnection]] = set()
         self._watch_throttles: list[int] = []
+        self._faults_seen: Faults | None = None
+        self._first: list[str] = []
         self.stopping = threading.Event()
         self.server = _Server(("127.0.0.1", 0), _handler_for(self))
         self.url = f"https://127.0.0.1:{self.server.server_address[1]}"
@@ -154,13 +157,18 @@ class FaultProxy:
         with self.lock:
             if watch and self._watch_throttles:
                 return "throttle", float(self._watch_throttles.pop())
-        faults = self.faults
-        if faults is None:
-            return "", 0.0
-        with self.lock:
+            faults = self.faults
+            if faults is None:
+                return "", 0.0
+            if faults is not self._faults_seen:
+                self._faults_seen, self._first = faults, list(faults.first)
+            chances = {"throttle": faults.throttle, "error": faults.error, "drop": faults.drop,
+                       "lose": faults.lose, "delay": faults.delay}
+            if self._first and not watch:
+                forced = self._first.pop(0)
+                chances = {fate: 1.0 if fate == forced else 0.0 for fate in chances}
             draw = self.rng.random()
-            for fate, chance in (("throttle", faults.throttle), ("error", faults.error), ("drop", faults.drop),
-                                 ("lose", faults.lose), ("delay", faults.delay)):
+            for fate, chance in chances.items():
                 if draw < chance:
                     if fate == "throttle":
                         return fate, float(self.rng.randint(*faults.retry_after))

@@ -37,7 +37,7 @@ from controller.plan import plan_job
 from controller.validation import validate_job
 
 from ..conftest import Operator, TfJobs, wait_for
-from .conftest import SESSION_SEED, Scale, metric_total, settle
+from .conftest import SESSION_SEED, Scale, metric_total, until_empty
 from .fuzzing import (
     JOB_UID,
     Candidate,
@@ -258,7 +258,7 @@ def test_generated_jobs_are_rejected_naming_the_field_or_run_or_fail_with_a_spec
     def pending() -> list[str]:
         return [f"{name} ({c.kind} {c.note})" for c, name in admitted if outcome(tfjobs, job_watch, c, name) is None]
 
-    settle(pending, 120, "every admitted job to reach a specific outcome", interval=1.0)
+    until_empty(pending, 120, "every admitted job to reach a specific outcome", interval=1.0)
     outcomes = {name: outcome(tfjobs, job_watch, c, name) for c, name in admitted}
     settled = time.monotonic() - applied
 

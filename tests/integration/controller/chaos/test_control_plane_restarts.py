@@ -25,9 +25,9 @@ from controller.kube import Kube, resource_path
 from controller.labels import REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
 
 from ..conftest import Operator, TfJobs, role, wait_for
-from .conftest import Scale, Supervisor, wait_cluster_serves_new_namespaces
+from .conftest import Scale, Supervisor, until_empty, wait_cluster_serves_new_namespaces
 from .watching import JobWatch, PodWatch
-from .workload import PlannedJob, live_pods_of_finished_jobs, mixed_jobs, outcome_problems, plan_job, terminal
+from .workload import PlannedJob, live_pods_of_finished_jobs, mixed_jobs, outcome_problems, plan_job, unfinished
 
 pytestmark = pytest.mark.usefixtures("no_session_operator")
 
@@ -93,8 +93,7 @@ def test_operator_rides_out_api_server_and_etcd_restarts_without_restarting(
         recovery[component] = round(max(replaced, started) - back, 1)
 
     tfjobs.exit_pod(f"{steady.name}-worker-0", 0)
-    wait_for(lambda: all(terminal(tfjobs, j, job_watch.final_state(j.uid)) for j in jobs), 90,
-             "every job to reach a terminal state", interval=0.5)
+    until_empty(lambda: unfinished(tfjobs, jobs, job_watch), 90, "every job to reach a terminal state")
     wait_for(lambda: not live_pods_of_finished_jobs(pod_watch, jobs), 30, "finished jobs to keep no live pods")
     problems = outcome_problems(tfjobs, jobs, pod_watch, job_watch)
     assert not problems, "\n".join(problems)

@@ -25,14 +25,15 @@ import yaml
 from controller.kube import ApiError, Kube, resource_path
 
 from ..conftest import Operator, TfJobs, wait_for
-from .conftest import Scale, metric_total
+from .conftest import Scale, metric_total, until_empty
 from .faultproxy import Exchange, FaultProxy, Faults
 from .watching import JobWatch, PodWatch
-from .workload import live_pods_of_finished_jobs, mixed_jobs, outcome_problems, terminal
+from .workload import live_pods_of_finished_jobs, mixed_jobs, outcome_problems, unfinished
 
 pytestmark = pytest.mark.usefixtures("no_session_operator")
 
-FAULTS = Faults(delay=0.15, max_delay=1.0, throttle=0.10, retry_after=(1, 3), error=0.08, drop=0.05, lose=0.05)
+FAULTS = Faults(delay=0.15, max_delay=1.0, throttle=0.10, retry_after=(1, 3), error=0.08, drop=0.05, lose=0.05,
+                first=("delay", "throttle", "error", "drop", "lose"))
 WATCH_RETRY_AFTER = 3  # seconds, for the watches throttled after the first cut
 RETRY_AFTER_SLACK = 0.02  # seconds: the proxy stamps a 429 just before the client reads it
 MAX_RETRIES_PER_SECOND = 4  # tenacity's back-off (0.2 s doubling), then a 5 ms requeue, allow about 3
@@ -107,7 +108,7 @@ def test_operator_backs_off_honours_retry_after_and_converges_through_a_faulty_a
         started = time.monotonic()
         for job in jobs:
             job.create(tfjobs)
-        scale_at = started + min(j.scale_after for j in jobs if j.scale_to)
+        scale_at = started + min((j.scale_after for j in jobs if j.scale_to), default=1.0)
         cuts = sorted(started + rng.uniform(0, scale.fault_seconds) for _ in range(max(2, int(scale.fault_seconds / 5))))
         for moment in sorted([scale_at, *cuts]):
             threading.Event().wait(max(0.0, moment - time.monotonic()))  # planned fault moments
@@ -122,8 +123,7 @@ def test_operator_backs_off_honours_retry_after_and_converges_through_a_faulty_a
         threading.Event().wait(max(0.0, started + scale.fault_seconds - time.monotonic()))  # the end of the faults
         proxy.faults = None
         calm = time.monotonic()
-        wait_for(lambda: all(terminal(tfjobs, j, job_watch.final_state(j.uid)) for j in jobs), 90,
-                 "every job to reach a terminal state once the faults stopped", interval=0.5)
+        until_empty(lambda: unfinished(tfjobs, jobs, job_watch), 90, "every job to reach a terminal state once the faults stopped")
         converged = time.monotonic() - calm
         wait_for(lambda: not live_pods_of_finished_jobs(pod_watch, jobs), 30, "finished jobs to keep no live pods")
         log = proxy.log()

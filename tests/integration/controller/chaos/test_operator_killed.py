@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from ..conftest import Operator, TfJobs, wait_for
-from .conftest import Scale, wait_no_leftovers
+from .conftest import Scale, until_empty, wait_no_leftovers
 from .watching import JobWatch, PodWatch
-from .workload import live_pods_of_finished_jobs, mixed_jobs, outcome_problems, terminal
+from .workload import live_pods_of_finished_jobs, mixed_jobs, outcome_problems, unfinished
 
 pytestmark = pytest.mark.usefixtures("no_session_operator")
 
@@ -64,11 +64,8 @@ def test_jobs_survive_operator_sigkills_without_duplicates_or_orphans(
             downtimes.append(time.monotonic() - killed)
     last_restart = time.monotonic()
 
-    def unfinished() -> list[str]:
-        return [j.name for j in jobs if not terminal(tfjobs, j, job_watch.final_state(j.uid))]
-
-    wait_for(lambda: not unfinished(), 60 + 4 * scale.kill_jobs, "every job to reach a terminal state",
-             interval=0.5)
+    until_empty(lambda: unfinished(tfjobs, jobs, job_watch), 60 + 4 * scale.kill_jobs,
+                "every job to reach a terminal state")
     converged = time.monotonic() - last_restart
     wait_for(lambda: not live_pods_of_finished_jobs(pod_watch, jobs), 30,
              "finished jobs to keep no Pending or Running pods")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import threading
 import time
+import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,6 +44,7 @@ class RawWatch:
         self.lock = threading.Lock()
         self.gaps = 0
         self.events = 0
+        self.failure: str | None = None  # set if the watch thread died: then it saw nothing more
         self._resource_version = ""
         self._stop = threading.Event()
         self._stream: Any = None
@@ -74,6 +76,15 @@ class RawWatch:
         self._resource_version = listed["metadata"]["resourceVersion"]
 
     def _run(self) -> None:
+        try:
+            self._loop()
+        except Exception:  # recorded, so a dead observer can never pass for a quiet cluster
+            self.failure = traceback.format_exc()
+
+    def assert_healthy(self) -> None:
+        assert self.failure is None, f"the watch of {self.path} died:\n{self.failure}"
+
+    def _loop(self) -> None:
         while not self._stop.is_set():
             try:
                 self._watch_once()

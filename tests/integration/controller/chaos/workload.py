@@ -112,3 +112,18 @@ def outcome_problems(tfjobs: TfJobs, jobs: list[PlannedJob], pod_watch: PodWatch
 def live_pods_of_finished_jobs(pod_watch: PodWatch, jobs: list[PlannedJob]) -> list[str]:
     """Finished jobs keep no Pending or Running pod (cleanPodPolicy Running; failed jobs delete theirs)."""
     return [s.name for job in jobs for s in pod_watch.pods(job.name) if s.live and s.terminating_at is None]
+
+
+def unfinished(tfjobs: TfJobs, jobs: list[PlannedJob], job_watch: JobWatch) -> list[str]:
+    """The jobs not yet in a terminal state, each with its state, conditions and pods (for a message)."""
+    left = []
+    for job in jobs:
+        if terminal(tfjobs, job, job_watch.final_state(job.uid)):
+            continue
+        status = tfjobs.status(job.name)
+        conditions = [f"{c['type']}={c['status']}/{c.get('reason')}" for c in status.get("conditions") or []]
+        pods = [f"{p['metadata']['name']}:{(p.get('status') or {}).get('phase')}"
+                f"{'(terminating)' if p['metadata'].get('deletionTimestamp') else ''}" for p in tfjobs.pods(job.name)]
+        left.append(f"{job.name} state={status.get('state')} restarts={status.get('restartCount')} "
+                    f"conditions={conditions} pods={pods}")
+    return left
