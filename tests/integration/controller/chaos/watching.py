@@ -50,8 +50,17 @@ class RawWatch:
         self._stream: Any = None
         self._thread = threading.Thread(target=self._run, name=f"watch {path}", daemon=True)
 
-    def start(self) -> RawWatch:
-        self._relist(initial=True)
+    def start(self, timeout: float = 60.0) -> RawWatch:
+        """List (retrying transient errors, e.g. 429 while a CRD's storage initialises), then watch."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self._relist(initial=True)
+                break
+            except ApiError as error:
+                if not error.transient or time.monotonic() > deadline:
+                    raise
+                self._stop.wait(max(RECONNECT_PAUSE, error.retry_after or 0.0))
         self._thread.start()
         return self
 
