@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         # Fencing: no write unless the Lease was renewed within the renew deadline (the Lease's own
         # writes excepted). A leader frozen past it cannot finish a reconcile it had begun.
-        kube.write_fence = lambda _method, path: "/leases/" in path or elector.holds_lease_now()
+        kube.write_fence = lambda _method, path: "/leases" in path or elector.holds_lease_now()
 
     def ready() -> bool:
         return controller.caches_synced() and (elector is None or elector.healthy())
