@@ -19,13 +19,12 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from controller.kube import Kube, resource_path
 from controller.labels import REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
 
 from ..conftest import Operator, TfJobs, role, wait_for
-from .conftest import Scale, Supervisor, until_empty, wait_cluster_serves_new_namespaces
+from .conftest import Scale, Supervisor, metric_total, until_empty, wait_cluster_serves_new_namespaces
 from .watching import JobWatch, PodWatch
 from .workload import PlannedJob, live_pods_of_finished_jobs, mixed_jobs, outcome_problems, plan_job, unfinished
 
@@ -40,8 +39,7 @@ def settle(api: Kube) -> Iterator[None]:
 
 
 def relists(operator: Operator) -> float:
-    return sum(sample.value for family in text_string_to_metric_families(operator.metrics())
-               for sample in family.samples if sample.name == "tfjob_informer_relists_total")
+    return metric_total(operator, "tfjob_informer_relists_total")
 
 
 def running_replacement(pod_watch: PodWatch, job: str, slot: tuple[str, int], old_uid: str) -> float | None:

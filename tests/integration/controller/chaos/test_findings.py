@@ -56,13 +56,9 @@ def test_a_pod_already_force_deleted_is_not_force_deleted_again_while_the_cache_
     The UID precondition turns the repeat into a harmless 404, but it is a wasted API call, and the
     reconciler counts the 404 as a deletion in its log line and metric.
 
-    Cause: `controller/plan.py`, `_Planner._delete` ignores `pending_deletes` when `force=True`.
-    Proposed fix: skip every UID in `pending_deletes`, forced or not
-    (`if pod_uid in self.deleting or pod_uid in self.pending_deletes: return`): the informer's update
-    handler lowers a graceful delete's expectation as soon as the pod shows its deletionTimestamp,
-    so a terminating pod's UID is only still pending when it was already force-deleted. And in
-    `controller/reconciler.py`, `_delete_pods`, count a deletion (log and metric) only when the API
-    call deleted something, not on 404/409."""
+    Cause: `controller/plan.py`, `_Planner._delete` ignored `pending_deletes` when `force=True`, and
+    `controller/reconciler.py`, `_delete_pods`, counted a 404 as a deletion. Fix (as proposed: skip
+    every pending UID, count only deletions that happened): commit 05e1fb5."""
     job = job_with_workers(2)
     pods = pods_stuck_on_a_dead_node(job)
     plan = plan_job(job, pods, build_service(job), now=NOW, node_ready=lambda _node: False,
@@ -165,12 +161,8 @@ def test_a_retry_after_the_reconcile_could_not_wait_out_is_honoured_by_the_reque
     `max_retry_after` (10 s) is never waited for at all: tenacity stops at once and the key is back
     in 5 ms, so an API server that asks for 30 s of quiet is hit again at once, and again.
 
-    Proposed fix: carry the server's wait out of the reconcile — `controller/reconciler.py`:
-    `RequeueError(message, retry_after=...)` (the largest `ApiError.retry_after` behind it, e.g.
-    from `_write_status`, `_create_pods`, `_delete_pods`); `controller/controller.py`,
-    `Controller._process`: for a RequeueError or ApiError with `retry_after`, requeue with
-    `self.queue.add_after(key, max(retry_after, <the limiter's delay>))` (call `when()` so the
-    failure is still counted) instead of `add_rate_limited(key)`."""
+    Fix (as proposed: the RequeueError carries the largest Retry-After behind it and
+    `Controller._process` requeues no sooner than that): commit 05e1fb5."""
     job = job_with_workers(1)
     job["metadata"]["resourceVersion"] = "1"
     kube = Mock(spec=Kube)
