@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from controller.kube import ApiError, Kube, resource_path
-from devcluster.cluster import Cluster
+from devcluster.cluster import Cluster, ClusterError
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -335,7 +335,11 @@ def fresh_cluster(pool_size: int = 96) -> Iterator[BenchCluster]:
     cluster = Cluster(folder)
     kube: Kube | None = None
     try:
-        cluster.up(**CLUSTER_SHAPE, timeout=240.0)
+        try:
+            cluster.up(**CLUSTER_SHAPE, timeout=240.0)
+        except ClusterError as error:  # this box is shared: a slow start under load deserves one retry
+            log(f"cluster start failed ({str(error).splitlines()[0]}); retrying once")
+            cluster.up(**CLUSTER_SHAPE, timeout=300.0)
         cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRD))
         kube = Kube.from_kubeconfig(str(cluster.kubeconfig), pool_size=pool_size)
         crd_path = resource_path("apiextensions.k8s.io", "v1", "customresourcedefinitions", None,
@@ -443,7 +447,8 @@ class OperatorProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log_file:
             self.started_at = time.monotonic()
-            self.process = subprocess.Popen(self.argv, stdout=log_file, stderr=subprocess.STDOUT, cwd=ROOT)
+            env = {**os.environ, "PYTHONUNBUFFERED": "1"}  # complete logs even if it has to be killed
+            self.process = subprocess.Popen(self.argv, stdout=log_file, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
         return self
 
     def wait_ready(self, timeout: float = 120.0, interval: float = 0.05) -> float:
@@ -466,7 +471,7 @@ class OperatorProcess:
             return False
 
     def metrics(self) -> str:
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=10) as answer:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=60) as answer:
             return str(answer.read().decode())
 
     def requests(self) -> dict[RequestKey, float]:

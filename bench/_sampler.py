@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import gc
 import json
 import os
 import re
@@ -27,7 +28,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from types import FrameType
+from types import CodeType, FrameType
 
 INTERVAL = float(os.environ.get("TFJOB_SAMPLER_INTERVAL", "0.01"))
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -37,7 +38,7 @@ IDLE_LEAVES = {
     ("threading.py", "wait"), ("threading.py", "_wait_for_tstate_lock"), ("threading.py", "acquire"),
     ("selectors.py", "select"), ("socket.py", "readinto"), ("socket.py", "accept"), ("ssl.py", "read"),
     ("ssl.py", "recv_into"), ("queue.py", "get"), ("socketserver.py", "serve_forever"),
-    ("_sampler.py", "_run"),
+    ("_sampler.py", "_run"), ("thread.py", "_worker"),  # a ThreadPoolExecutor thread waiting for work
 }
 
 
@@ -55,55 +56,94 @@ class Sampler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="sampler", daemon=True)
         self._native: dict[int, str] = {}
+        self._cpu: dict[int, float] = {}  # native thread id -> last CPU seconds read
+        self._labels: dict[CodeType, str] = {}  # sampling must stay cheap with 100 threads
+        self._idle_codes: dict[CodeType, bool] = {}
+        self.overhead_s = 0.0
 
     def start(self) -> None:
         self._thread.start()
 
     def _run(self) -> None:
         own = threading.get_ident()
+        next_cpu_read = 0.0
+        groups: dict[str, str] = {}
         while not self._stop.wait(self.interval):
-            names = {t.ident: t.name for t in threading.enumerate()}
+            began = time.thread_time()
+            names = {}
             for t in threading.enumerate():
+                names[t.ident] = t.name
                 if t.native_id is not None:
                     self._native[t.native_id] = t.name
+            if time.monotonic() >= next_cpu_read:  # threads that end take their CPU time with them
+                self._read_thread_cpu()
+                next_cpu_read = time.monotonic() + 1.0
             self.samples += 1
-            for ident, frame in sys._current_frames().items():
+            for ident, frame in self._current_frames().items():
                 if ident == own:
                     continue
-                group = _group(names.get(ident, "?"))
+                name = names.get(ident, "?")
+                group = groups.get(name)
+                if group is None:
+                    group = groups[name] = _group(name)
                 self.total[group] += 1
                 if self._idle(frame):
                     continue
                 self.busy[group] += 1
                 self.stacks[(group, *self._stack(frame))] += 1
+            self.overhead_s += time.thread_time() - began
 
     @staticmethod
-    def _idle(frame: FrameType) -> bool:
+    def _current_frames() -> dict[int, FrameType]:
+        """sys._current_frames() with the garbage collector off: on 3.11 it holds the runtime's thread
+        list lock while it creates frame objects, and a collection that frees a `threading.local`
+        takes that lock again and deadlocks the process (CPython gh-106883)."""
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return sys._current_frames()
+        finally:
+            if enabled:
+                gc.enable()
+
+    def _idle(self, frame: FrameType) -> bool:
         code = frame.f_code
-        return (Path(code.co_filename).name, code.co_name) in IDLE_LEAVES
+        idle = self._idle_codes.get(code)
+        if idle is None:
+            idle = self._idle_codes[code] = (Path(code.co_filename).name, code.co_name) in IDLE_LEAVES
+        return idle
 
-    @staticmethod
-    def _stack(frame: FrameType | None) -> list[str]:
+    def _stack(self, frame: FrameType | None) -> list[str]:
         names = []
+        labels = self._labels
         while frame is not None:
             code = frame.f_code
-            parts = Path(code.co_filename).parts
-            where = "/".join(parts[-2:]) if len(parts) >= 2 else code.co_filename
-            names.append(f"{where}:{code.co_name}")
+            label = labels.get(code)
+            if label is None:
+                parts = Path(code.co_filename).parts
+                where = "/".join(parts[-2:]) if len(parts) >= 2 else code.co_filename
+                label = labels[code] = f"{where}:{code.co_name}"
+            names.append(label)
             frame = frame.f_back
         names.reverse()
         return names
 
-    def thread_cpu(self) -> dict[str, float]:
-        """CPU seconds per thread group, from the kernel's per-thread accounting."""
-        cpu: collections.Counter[str] = collections.Counter()
-        for tid, name in self._native.items():
+    def _read_thread_cpu(self) -> None:
+        for tid in list(self._native):
             try:
                 text = Path(f"/proc/self/task/{tid}/stat").read_text()
             except OSError:
                 continue
             fields = text[text.rindex(")") + 2:].split()
-            cpu[_group(name)] += (int(fields[11]) + int(fields[12])) / CLK_TCK
+            self._cpu[tid] = (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+    def thread_cpu(self) -> dict[str, float]:
+        """CPU seconds per thread group, from the kernel's per-thread accounting (read every second;
+        a thread's last second before it ended is lost)."""
+        self._read_thread_cpu()
+        cpu: collections.Counter[str] = collections.Counter()
+        for tid, seconds in self._cpu.items():
+            cpu[_group(self._native.get(tid, "?"))] += seconds
         return {k: round(v, 2) for k, v in cpu.most_common()}
 
     def dump(self, out: str) -> None:
@@ -124,6 +164,7 @@ class Sampler:
         summary = {
             "interval_s": self.interval,
             "samples": self.samples,
+            "sampler_cpu_s": round(self.overhead_s, 2),
             "process_cpu_s": round(sum(os.times()[:2]), 2),
             "thread_cpu_s": self.thread_cpu(),
             "busy_samples_by_thread": dict(self.busy.most_common()),

@@ -655,7 +655,7 @@ def run(cfg: Config) -> tuple[dict[str, Any], list[str]]:
     needs_ceiling = {"b0", "b1", "b2", "b6"} & set(cfg.scenarios)
     ceiling = attempt("b0", lambda: b0_ceiling(cfg)) if needs_ceiling else None
     if {"b1", "b6"} & set(cfg.scenarios):
-        sizes = cfg.burst_sizes if "b6" in cfg.scenarios else (cfg.burst_sizes[0], cfg.burst_sizes[-1])
+        sizes = cfg.burst_sizes if "b6" in cfg.scenarios else cfg.burst_sizes[:1] + cfg.burst_sizes[1:][-1:]
         bursts = [b for n in sizes if (b := attempt(f"b1_{n}", lambda n=n: burst(cfg, n, ceiling))) is not None]
         results["bursts"] = bursts
         if "b6" in cfg.scenarios and len(bursts) >= 2:
