@@ -448,7 +448,11 @@ class OperatorProcess:
         with open(self.log_path, "ab") as log_file:
             self.started_at = time.monotonic()
             env = {**os.environ, "PYTHONUNBUFFERED": "1"}  # complete logs even if it has to be killed
-            self.process = subprocess.Popen(self.argv, stdout=log_file, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
+            root = ROOT
+            if os.environ.get("TFJOB_BENCH_OPERATOR_ROOT"):  # an experimental copy of the operator's code
+                root = Path(os.environ["TFJOB_BENCH_OPERATOR_ROOT"]).resolve()
+                env["PYTHONPATH"] = os.pathsep.join([str(root), str(ROOT)])
+            self.process = subprocess.Popen(self.argv, stdout=log_file, stderr=subprocess.STDOUT, cwd=root, env=env)
         return self
 
     def wait_ready(self, timeout: float = 120.0, interval: float = 0.05) -> float:

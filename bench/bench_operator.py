@@ -31,12 +31,18 @@ clock), never from `creationTimestamp`. Ratios are against baselines measured in
   of T(N) = a + b·N; per-job time at the largest N within 1.2x of the smallest.
 
 Run: `make bench`, `python -m bench operator`, or `python -m bench.bench_operator [--quick] [b0 b3 ...]`.
-Knobs (environment): TFJOB_BENCH_QUICK=1 (small sizes, minutes), TFJOB_BENCH_SCENARIOS=b1,b3,
-TFJOB_BENCH_OPERATOR_ARGS="--workers 4 --qps 50 --burst 100" (the operator's flags; these are its
-defaults), TFJOB_BENCH_BURST_SIZES=100,300,1000, TFJOB_BENCH_PROFILE=DIR (run the operator under
-bench/_sampler.py; profiles land in DIR). Each scenario prints table rows and writes
-bench/results/<scenario>.json; the summary goes to bench/results/operator.json. Operator logs are in
-bench/results/logs/. Every wait is bounded, so a stuck scenario ends by itself (marked in the JSON).
+Knobs (environment):
+
+* TFJOB_BENCH_QUICK=1: small sizes (minutes instead of about an hour);
+* TFJOB_BENCH_SCENARIOS=b1,b3: run only these (B0 runs too when a ratio needs it);
+* TFJOB_BENCH_OPERATOR_ARGS="--workers 4 --qps 50 --burst 100": the operator's flags (its defaults);
+* TFJOB_BENCH_BURST_SIZES=100,300,1000; TFJOB_BENCH_PAIRED=0 skips the raw run paired with each burst;
+* TFJOB_BENCH_PROFILE=DIR: run the operator under bench/_sampler.py; profiles land in DIR;
+* TFJOB_BENCH_OPERATOR_ROOT=DIR: run the operator from a modified copy of the repository (experiments).
+
+Each scenario prints table rows and writes bench/results/<scenario>.json; the summary goes to
+bench/results/operator.json, operator logs to bench/results/logs/. Every wait is bounded, so a stuck
+scenario ends by itself (marked incomplete in the JSON).
 """
 
 from __future__ import annotations
