@@ -180,3 +180,38 @@ def test_a_retry_after_the_reconcile_could_not_wait_out_is_honoured_by_the_reque
 
     assert kube.patch.call_count == 1, "retried within the reconcile although Retry-After exceeds the limit"
     assert queue.delays and min(queue.delays) >= 30.0, f"requeued after {min(queue.delays):.3f}s; Retry-After was 30s"
+
+
+def test_a_job_whose_pods_exist_but_whose_start_time_was_never_written_still_gets_its_deadline() -> None:
+    """Fault 1 (operator SIGKILLed, full size) evidence: job k12-deadline (activeDeadlineSeconds
+    within 26 s) stayed `Running` for 260 s with both workers Running and was never failed with
+    DeadlineExceeded.
+
+    Cause: `controller/plan.py`, `_Planner._create_missing` sets `status.startTime` only in the
+    reconcile that creates pods, and the reconciler writes the status after the creates. If that
+    status write never happens — the operator is killed between the creates and the write, or the
+    write is refused (a 409 Conflict was logged several times in that run) — every later reconcile
+    finds the pods present, creates nothing, and never sets startTime; `_deadline_passed` returns
+    False without a startTime, so the deadline never fires (and `kubectl get -o wide` shows no
+    Started).
+
+    Proposed fix: in `_create_missing` (or `_active`), when the status has no startTime and the job
+    has pods or creates some, set it — to the earliest `metadata.creationTimestamp` of the job's
+    pods when there are any (the real start, so the deadline fires on time), else now — and
+    requeue for the deadline as today."""
+    job = job_with_workers(2)
+    job["spec"]["activeDeadlineSeconds"] = 10
+    job["status"] = {"conditions": [{"type": "Created", "status": "True", "reason": "JobCreated", "message": "",
+                                     "lastTransitionTime": format_time(NOW - timedelta(seconds=60))}]}
+    pods = build_pods(job)
+    for number, running in enumerate(pods):
+        running["metadata"].update(uid=f"pod-uid-{number}",
+                                   creationTimestamp=format_time(NOW - timedelta(seconds=60)))
+        running["spec"]["nodeName"] = "node-a"
+        running["status"] = {"phase": "Running"}
+
+    plan = plan_job(job, pods, build_service(job), now=NOW)
+
+    failed = next((c for c in plan.status["conditions"] if c["type"] == "Failed" and c["status"] == "True"), None)
+    assert failed is not None or plan.status.get("startTime"), \
+        f"no startTime, so the 10 s deadline of a job running for 60 s can never fire: {plan.status}"

@@ -17,7 +17,7 @@ from controller.kube import resource_path
 from controller.labels import REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
 
 from ..conftest import TfJobs, role, wait_for
-from .conftest import Scale
+from .conftest import Scale, until_empty
 from .watching import PodWatch
 
 JOB = "churn"
@@ -53,12 +53,18 @@ def test_churned_on_failure_job_completes_counting_only_the_injected_failures(
                 failures += 1
         old = {p["metadata"]["uid"] for p in targets}
 
-        def recovered(old: set[str] = old) -> bool:
-            pods = tfjobs.pods(JOB, include_terminating=False)
-            return (len(pods) == pods_total and not old & {p["metadata"]["uid"] for p in pods}
-                    and all(p["status"].get("phase") == "Running" for p in pods))
+        def unrecovered(old: set[str] = old) -> list[str]:
+            pods = tfjobs.pods(JOB)
+            wrong = [f"{p['metadata']['name']}:{p['status'].get('phase')}"
+                     f"{'(old)' if p['metadata']['uid'] in old else ''}"
+                     f"{'(terminating)' if p['metadata'].get('deletionTimestamp') else ''}"
+                     for p in pods if p["metadata"]["uid"] in old or p["status"].get("phase") != "Running"
+                     or p["metadata"].get("deletionTimestamp")]
+            if len(pods) != pods_total:
+                wrong.append(f"{len(pods)} pods of {pods_total}: {sorted(p['metadata']['name'] for p in pods)}")
+            return wrong
 
-        wait_for(recovered, 60, "every hit pod to be replaced and Running")
+        until_empty(unrecovered, 60, "every hit pod to be replaced and Running")
         recoveries.append(time.monotonic() - hit_at)
         tfjobs.wait_condition(JOB, "Running", timeout=60)
 

@@ -124,6 +124,6 @@ def unfinished(tfjobs: TfJobs, jobs: list[PlannedJob], job_watch: JobWatch) -> l
         conditions = [f"{c['type']}={c['status']}/{c.get('reason')}" for c in status.get("conditions") or []]
         pods = [f"{p['metadata']['name']}:{(p.get('status') or {}).get('phase')}"
                 f"{'(terminating)' if p['metadata'].get('deletionTimestamp') else ''}" for p in tfjobs.pods(job.name)]
-        left.append(f"{job.name} state={status.get('state')} restarts={status.get('restartCount')} "
-                    f"conditions={conditions} pods={pods}")
+        left.append(f"{job.name} state={status.get('state')} startTime={status.get('startTime')} "
+                    f"restarts={status.get('restartCount')} conditions={conditions} pods={pods}")
     return left
