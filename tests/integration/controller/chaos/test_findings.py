@@ -17,6 +17,7 @@ from unittest.mock import Mock
 from controller.builders import build_pods, build_service
 from controller.controller import Controller
 from controller.defaults import apply_defaults
+from controller.expectations import Expectations
 from controller.kube import ApiError, Kube
 from controller.plan import FORCE_DELETE_AFTER, plan_job
 from controller.reconciler import Reconciler, RequeueError
@@ -215,3 +216,63 @@ def test_a_job_whose_pods_exist_but_whose_start_time_was_never_written_still_get
     failed = next((c for c in plan.status["conditions"] if c["type"] == "Failed" and c["status"] == "True"), None)
     assert failed is not None or plan.status.get("startTime"), \
         f"no startTime, so the 10 s deadline of a job running for 60 s can never fire: {plan.status}"
+
+
+class _LaggingCaches(_Caches):
+    """A cache read just before the informer delivers the ADDED event of a pod created earlier."""
+
+    def __init__(self, job: dict[str, Any], expectations: Expectations, key: str, arriving: str) -> None:
+        super().__init__(job)
+        self.expectations, self.key, self.arriving = expectations, key, arriving
+        self.pods: list[dict[str, Any]] = []
+
+    def pods_of(self, job_uid: str) -> list[dict[str, Any]]:
+        seen = list(self.pods)
+        if self.arriving:  # the event lands right after this read: the handler lowers the expectation
+            self.expectations.creation_observed(self.key, self.arriving)
+            self.arriving = ""
+        return seen
+
+
+def test_a_pod_the_cache_had_not_shown_yet_does_not_block_its_slot_once_it_is_gone() -> None:
+    """Fault 5 (pod churn, full size) evidence: `churn-worker-4` was deleted and never recreated
+    (60 s; the operator idle). Reproduced in-process with the controller's own expectations traced:
+    a reconcile read the cache just before the ADDED event of `churn-worker-5`, which the previous
+    reconcile had created; by the time it reached `_create_pods` (after the status write and the
+    deletes) that event had lowered the expectation, so it POSTed `churn-worker-5` again, got
+    `409 AlreadyExists` for its own pod, and *kept* a fresh creation expectation for it ("the cache
+    was behind; the informer will show it") — but that pod's ADDED had already been seen. When the
+    pod later failed and was deleted, the slot stayed empty: `_create_pods` skips names with a
+    pending creation until the expectation's TTL (300 s).
+
+    Cause: `controller/reconciler.py` reads `pending_creations` in `_create_pods`, after the plan
+    was made from the cache (client-go reads the expectations *before* the cache), and keeps the
+    expectation on AlreadyExists-ours. Proposed fix: snapshot `pending_creations(key)` before
+    `caches.pods_of(...)` in `reconcile` and filter the plan's creates with that snapshot; and on
+    AlreadyExists for a pod that is ours, call `creation_observed` (the worst case is one more
+    harmless 409 while the cache catches up)."""
+    job = job_with_workers(1)
+    job["metadata"]["resourceVersion"] = "1"
+    key = "ns/j"
+    expectations = Expectations()
+    expectations.expect_creations(key, ["j-worker-0"])  # created by the previous reconcile
+    caches = _LaggingCaches(job, expectations, key, arriving="j-worker-0")
+    ours = build_pods(job)[0]
+    ours["metadata"]["uid"] = "pod-uid-0"
+    kube = Mock(spec=Kube)
+    kube.create.side_effect = lambda path, body: (_ for _ in ()).throw(
+        ApiError(409, "AlreadyExists", "pods j-worker-0 already exists")) if path.endswith("/pods") else body
+    kube.get.return_value = ours
+    kube.patch.side_effect = lambda path, body, **_: {**job, "status": body["status"]}
+    reconciler = Reconciler(kube, caches, expectations=expectations, clock=lambda: NOW,  # type: ignore[arg-type]
+                            create_parallelism=2)
+    with contextlib.suppress(RequeueError):
+        reconciler.reconcile(key)
+    # Later the pod fails and is deleted; the cache shows the slot empty, and nothing is pending.
+    kube.create.reset_mock()
+    kube.create.side_effect = lambda path, body: body
+    with contextlib.suppress(RequeueError):
+        reconciler.reconcile(key)
+
+    posted = [c.args[1]["metadata"]["name"] for c in kube.create.call_args_list if c.args[0].endswith("/pods")]
+    assert posted == ["j-worker-0"], f"the empty slot was not refilled (pending: {expectations.pending_creations(key)})"
