@@ -368,7 +368,9 @@ class _Planner:
             if self.observed.by_slot.get((role, index)):
                 continue  # a pod (maybe terminating) still holds the name
             self.out.create_pods.append(build_pod(self.job, role, index, self.cluster_domain))
-        if self.out.create_pods and not self.status.get("startTime"):
+        # Pods that exist without a startTime were created by an operator that died before writing
+        # it: start the clock now, or activeDeadlineSeconds would never fire.
+        if not self.status.get("startTime") and (self.out.create_pods or self._live_pods()):
             self.status["startTime"] = self.stamp
             limit = self.spec.get("activeDeadlineSeconds")
             if isinstance(limit, int):

@@ -482,3 +482,10 @@ def test_counted_failed_pods_are_forgotten_once_gone() -> None:
     plan = run(job, [p for p in pods if p["metadata"]["name"] != "j-worker-1"])
     assert "countedFailedPods" not in plan.status
     assert plan.status["restartCount"] == 1
+
+
+def test_pods_found_without_a_start_time_start_the_deadline_clock() -> None:
+    job = make_job(worker=2, activeDeadlineSeconds=30)  # the previous operator died before writing startTime
+    plan = run(job, pods_for(job))
+    assert plan.status["startTime"] == format_time(NOW)
+    assert plan.requeue_after == 30
