@@ -133,6 +133,9 @@ class Reconciler:
         if job["metadata"].get("deletionTimestamp"):
             return Outcome()  # garbage collection removes the children
         namespace, name, uid = job["metadata"]["namespace"], job["metadata"]["name"], job["metadata"]["uid"]
+        # Expectations are read before the cache (as client-go does): an ADDED event landing in
+        # between then shows in the cache rather than vanishing from both.
+        pending_creates = self.expectations.pending_creations(key)
         pods = self.caches.pods_of(uid)
         service = self.caches.get_service(namespace, name)
         # A same-named Service that is not ours is never created over and never deleted.
@@ -165,7 +168,7 @@ class Reconciler:
         elif plan.create_service is not None:
             problems += self._create_service(plan, job, plan.create_service, outcome)
         if plan.create_pods:
-            problems += self._create_pods(key, plan, job, outcome)
+            problems += self._create_pods(key, plan, job, outcome, pending_creates)
         if self._write_status(key, job, plan.status, cache_version) is not None:
             outcome.status_written = True
         if decision is not None and self.kueue_gate is not None:
@@ -251,8 +254,8 @@ class Reconciler:
                 return [f"create service {meta['name']}: it exists and its owner could not be read; retrying"]
             return self._create_failed(plan, job, "Service", meta["name"], error)
 
-    def _create_pods(self, key: str, plan: Plan, job: Mapping[str, Any], outcome: Outcome) -> list[str]:
-        pending = self.expectations.pending_creations(key)
+    def _create_pods(self, key: str, plan: Plan, job: Mapping[str, Any], outcome: Outcome,
+                     pending: frozenset[str]) -> list[str]:
         todo = [p for p in plan.create_pods if p["metadata"]["name"] not in pending]
         if not todo:
             return []
@@ -273,9 +276,9 @@ class Reconciler:
                     continue
                 outcome.server_asked_to_wait(error)
                 owner = self._ours(job, "pods", name) if error.already_exists else False
-                if owner is True:
-                    continue  # the cache was behind; the informer will show it
                 self.expectations.creation_observed(key, name)
+                if owner is True:
+                    continue  # the cache was behind (its ADDED may be handled already): at worst one more 409
                 if owner is None:
                     problems.append(f"create pod {name}: it exists and its owner could not be read; retrying")
                 else:
