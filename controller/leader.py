@@ -37,7 +37,7 @@ from typing import Any, Protocol
 import structlog
 
 from controller.kube import ApiError, resource_path
-from controller.timeutil import utcnow
+from controller.timeutil import parse_time, utcnow
 
 log = structlog.get_logger(__name__)
 
@@ -118,13 +118,8 @@ def format_micro_time(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def parse_micro_time(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
+# A MicroTime parses like any RFC 3339 timestamp (fromisoformat keeps the microseconds).
+parse_micro_time = parse_time
 
 
 def default_identity() -> str:
