@@ -196,10 +196,8 @@ def test_a_job_whose_pods_exist_but_whose_start_time_was_never_written_still_get
     False without a startTime, so the deadline never fires (and `kubectl get -o wide` shows no
     Started).
 
-    Proposed fix: in `_create_missing` (or `_active`), when the status has no startTime and the job
-    has pods or creates some, set it — to the earliest `metadata.creationTimestamp` of the job's
-    pods when there are any (the real start, so the deadline fires on time), else now — and
-    requeue for the deadline as today."""
+    Fix (as proposed: a job found with pods but no startTime starts its deadline clock from its
+    pods): commit e643216."""
     job = job_with_workers(2)
     job["spec"]["activeDeadlineSeconds"] = 10
     job["status"] = {"conditions": [{"type": "Created", "status": "True", "reason": "JobCreated", "message": "",
@@ -245,12 +243,10 @@ def test_a_pod_the_cache_had_not_shown_yet_does_not_block_its_slot_once_it_is_go
     pod later failed and was deleted, the slot stayed empty: `_create_pods` skips names with a
     pending creation until the expectation's TTL (300 s).
 
-    Cause: `controller/reconciler.py` reads `pending_creations` in `_create_pods`, after the plan
-    was made from the cache (client-go reads the expectations *before* the cache), and keeps the
-    expectation on AlreadyExists-ours. Proposed fix: snapshot `pending_creations(key)` before
-    `caches.pods_of(...)` in `reconcile` and filter the plan's creates with that snapshot; and on
-    AlreadyExists for a pod that is ours, call `creation_observed` (the worst case is one more
-    harmless 409 while the cache catches up)."""
+    Cause: `controller/reconciler.py` read `pending_creations` in `_create_pods`, after the plan
+    was made from the cache (client-go reads the expectations *before* the cache), and kept the
+    expectation on AlreadyExists-ours. Fix (as proposed: expectations read before the cache, and an
+    AlreadyExists of our own pod lowers its expectation): commit 754fb0f."""
     job = job_with_workers(1)
     job["metadata"]["resourceVersion"] = "1"
     key = "ns/j"
