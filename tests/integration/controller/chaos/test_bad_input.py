@@ -255,11 +255,15 @@ def test_generated_jobs_are_rejected_naming_the_field_or_run_or_fail_with_a_spec
     apply()
     applied = time.monotonic()
 
+    outcomes: dict[str, str] = {}  # the first specific outcome of each job (a running one may move on)
+
     def pending() -> list[str]:
-        return [f"{name} ({c.kind} {c.note})" for c, name in admitted if outcome(tfjobs, job_watch, c, name) is None]
+        for candidate, name in admitted:
+            if name not in outcomes and (reached := outcome(tfjobs, job_watch, candidate, name)) is not None:
+                outcomes[name] = reached
+        return [f"{name} ({c.kind} {c.note})" for c, name in admitted if name not in outcomes]
 
     until_empty(pending, 120, "every admitted job to reach a specific outcome", interval=1.0)
-    outcomes = {name: outcome(tfjobs, job_watch, c, name) for c, name in admitted}
     settled = time.monotonic() - applied
 
     pods = int(metric_total(operator, "tfjob_pods_created_total"))
