@@ -216,8 +216,14 @@ def machine() -> dict[str, Any]:
                        if line.startswith("MemTotal:"))
     except (OSError, StopIteration, ValueError):
         mem_kib = 0
+    try:  # the operator's code changes under concurrent work: say which commit was measured
+        commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, timeout=10, check=False).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = ""
     return {"cpus": os.cpu_count(), "memory_gib": round(mem_kib / 2**20, 1), "python": platform.python_version(),
-            "date": datetime.now(UTC).strftime("%Y-%m-%d"), "loadavg": [round(x, 2) for x in os.getloadavg()]}
+            "date": datetime.now(UTC).strftime("%Y-%m-%d"), "loadavg": [round(x, 2) for x in os.getloadavg()],
+            "commit": commit, "operator_root": os.environ.get("TFJOB_BENCH_OPERATOR_ROOT", "")}
 
 
 def write_result(name: str, result: Mapping[str, Any]) -> Path:

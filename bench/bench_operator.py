@@ -72,6 +72,7 @@ from bench._harness import (
     log,
     machine,
     markdown_table,
+    metric_value,
     percentile,
     running_operator,
     submit_jobs,
@@ -187,6 +188,12 @@ def wait_all(pods: PodRecorder, services: CountRecorder | None, n_pods: int, n_s
     return ok
 
 
+def reconcile_stats(metrics_text: str) -> dict[str, float]:
+    """Reconciles done and seconds spent in them (wall, all results), from the operator's histogram."""
+    return {"count": metric_value(metrics_text, "tfjob_reconcile_duration_seconds_count"),
+            "sum": metric_value(metrics_text, "tfjob_reconcile_duration_seconds_sum")}
+
+
 def last(values: Any) -> float:
     values = list(values)
     return max(values) if values else float("nan")
@@ -273,6 +280,7 @@ def burst(cfg: Config, n: int, ceiling: dict[str, Any] | None) -> dict[str, Any]
             rss, hwm = op.rss(), op.hwm()
             api_writes = writes(delta(api_before, bench.apiserver_requests()))
             op_writes = writes(delta(op_before, op.requests()))
+            reconciles = reconcile_stats(op.metrics())
     per_job_created = []
     for name, t_submit in submitted.items():
         times = [t for pod, t in pods.times.first_seen.items() if pods.times.job_of.get(pod) == name]
@@ -293,6 +301,9 @@ def burst(cfg: Config, n: int, ceiling: dict[str, Any] | None) -> dict[str, Any]
         "operator_cpu_ms_per_pod": round(1000 * cpu.get("operator", 0) / (5 * n), 2),
         "operator_rss_mb": round(rss / 1e6, 1), "operator_hwm_mb": round(hwm / 1e6, 1),
         "cpu_s": cpu, "operator_writes": op_writes, "apiserver_writes": api_writes,
+        "operator_cpu_ms_per_job": round(1000 * cpu.get("operator", 0) / n, 1),
+        "reconciles_per_job": round(reconciles["count"] / n, 1),
+        "reconcile_ms_mean": round(1000 * reconciles["sum"] / max(reconciles["count"], 1), 1),
     }
     if ceiling:
         # The ceiling is the best raw rate seen in this run: B0's best, or the paired run if higher.
@@ -310,7 +321,8 @@ def burst(cfg: Config, n: int, ceiling: dict[str, Any] | None) -> dict[str, Any]
           f"{result['all_running_s']:.2f} s; per-job created p50/p99 {result['per_job_created_p50_s']}/"
           f"{result['per_job_created_p99_s']} s, Running p50/p99 {result['per_job_running_p50_s']}/"
           f"{result['per_job_running_p99_s']} s; operator cpu {result['operator_cpu_s']} s, RSS "
-          f"{result['operator_rss_mb']} MB; writes {op_writes}", flush=True)
+          f"{result['operator_rss_mb']} MB, {result['operator_cpu_ms_per_job']} ms CPU/job, "
+          f"{result['reconciles_per_job']} reconciles/job; writes {op_writes}", flush=True)
     return result
 
 
