@@ -88,6 +88,31 @@ def current_scale() -> Scale:
     return SCALES[name]
 
 
+FIRST_MARK = "chaos_first"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{FIRST_MARK}: run before the other chaos tests (needs a control plane "
+                                       "that has not been restarted in this session)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Move the chaos tests marked `chaos_first` ahead of the other chaos tests.
+
+    Observed: once the API server has been restarted in a session, KWOK sometimes keeps confirming
+    pod deletions on a node whose heartbeats stopped (lose_node), so evicted pods vanish at once
+    instead of staying Terminating and the lost-node scenario does not happen. The node-loss test
+    therefore runs before the tests that restart the control plane."""
+    here = Path(__file__).resolve().parent
+    chaos = [i for i, item in enumerate(items) if Path(str(item.path)).resolve().parent == here]
+    if not chaos:
+        return
+    first = [items[i] for i in chaos if items[i].get_closest_marker(FIRST_MARK)]
+    rest = [items[i] for i in chaos if not items[i].get_closest_marker(FIRST_MARK)]
+    for position, item in zip(chaos, first + rest, strict=True):
+        items[position] = item
+
+
 SESSION_SEED = int(os.environ.get(SEED_ENV) or random.SystemRandom().randrange(2**32))
 RESULTS: list[dict[str, Any]] = []
 

@@ -70,9 +70,6 @@ def test_operator_rides_out_api_server_and_etcd_restarts_without_restarting(
     recovery: dict[str, float] = {}
 
     for component in ("kube-apiserver", "etcd"):
-        pod = rng.choice(tfjobs.pods(steady.name, include_terminating=False))
-        meta = pod["metadata"]
-        slot = (meta["labels"][REPLICA_TYPE_LABEL], int(meta["labels"][REPLICA_INDEX_LABEL]))
         with supervisor.lock:
             if component == "kube-apiserver":
                 cluster.restart_apiserver()
@@ -83,6 +80,9 @@ def test_operator_rides_out_api_server_and_etcd_restarts_without_restarting(
         newcomer = plan_job(f"after-{component.split('-')[-1]}", "workers", 3.0)
         newcomer.create(tfjobs)
         jobs.append(newcomer)
+        pod = rng.choice(tfjobs.pods(steady.name, include_terminating=False))
+        meta = pod["metadata"]
+        slot = (meta["labels"][REPLICA_TYPE_LABEL], int(meta["labels"][REPLICA_INDEX_LABEL]))
         tfjobs.api.delete(resource_path("", "v1", "pods", tfjobs.namespace, meta["name"]), uid=meta["uid"])
         replaced = wait_for(lambda s=slot, u=meta["uid"]: running_replacement(pod_watch, steady.name, s, u), 60,
                             f"the pod deleted after the {component} restart to be replaced")

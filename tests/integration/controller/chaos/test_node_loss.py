@@ -15,6 +15,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from controller.kube import Kube
 from controller.plan import FORCE_DELETE_AFTER
 
@@ -27,6 +29,8 @@ UNREACHABLE_TOLERATION = 5.0  # kube-apiserver --default-unreachable-toleration-
 POD_GRACE = 5  # terminationGracePeriodSeconds of the pods here; part of the deletionTimestamp
 SLACK = 15.0  # node-monitor period, eviction, create, schedule, start, on a loaded 2-core machine
 BOUND = NODE_MONITOR_GRACE + UNREACHABLE_TOLERATION + POD_GRACE + FORCE_DELETE_AFTER + SLACK
+
+pytestmark = pytest.mark.chaos_first  # before any control-plane restart of the session (see conftest)
 
 
 def node_healthy(api: Kube, name: str) -> bool:
