@@ -36,8 +36,10 @@ def test_scale_workers_up_and_down_recreates_stale_pods_with_new_tf_config(tfjob
     restarting = tfjobs.condition("sc", "Restarting")
     assert restarting["reason"] in ("Rescaled", "JobRunning")
     tfjobs.patch("sc", {"worker": {"replicas": 2}})
-    tfjobs.wait_for(lambda: all_pods_see(tfjobs, "sc", 1, 2), 60, "every pod to see 2 workers")
-    assert tfjobs.pod_names("sc") == ["sc-ps-0", "sc-worker-0", "sc-worker-1"]
+    # Converged = exactly these pods, every one with the 2-worker TF_CONFIG (replacements in flight
+    # can make the TF_CONFIG check true for a moment before the last stale pod is gone).
+    tfjobs.wait_for(lambda: tfjobs.pod_names("sc") == ["sc-ps-0", "sc-worker-0", "sc-worker-1"]
+                    and all_pods_see(tfjobs, "sc", 1, 2), 60, "exactly ps-0, worker-0, worker-1 with 2 workers")
     tfjobs.wait_condition("sc", "Running")
     assert tfjobs.status("sc")["restartCount"] == 0  # rescaling is not a failure
 
