@@ -30,6 +30,11 @@ POD_GRACE = 5  # terminationGracePeriodSeconds of the pods here; part of the del
 SLACK = 15.0  # node-monitor period, eviction, create, schedule, start, on a loaded 2-core machine
 BOUND = NODE_MONITOR_GRACE + UNREACHABLE_TOLERATION + POD_GRACE + FORCE_DELETE_AFTER + SLACK
 
+# KWOK sometimes keeps confirming pod deletions on a node whose Lease it lost (seen on fresh clusters
+# too), so the evicted pods vanish instead of staying Terminating: then the loss is tried again on
+# another node, at most this many times in all.
+ATTEMPTS = 3
+
 pytestmark = pytest.mark.chaos_first  # before any control-plane restart of the session (see conftest)
 
 
@@ -61,6 +66,18 @@ def story_lines(pod_watch: PodWatch, lost: list[PodStory], since: float) -> str:
     return "\n".join(lines)
 
 
+def lose_the_busiest_node(cluster: Any, rng: random.Random, pod_watch: PodWatch) -> tuple[list[PodStory], float, str]:
+    """Lose the node running most of the pods (ties broken by `rng`); its pods, the moment, the node."""
+    live = [s for s in pod_watch.pods() if s.live and s.terminating_at is None and s.slot and s.node]
+    per_node = Counter(s.node for s in live)
+    most = max(per_node.values())
+    victim = rng.choice(sorted(n for n, count in per_node.items() if count == most))
+    lost = [s for s in live if s.node == victim]
+    print(f"losing {victim} with {[s.name for s in lost]}")
+    cluster.lose_node(victim)
+    return lost, time.monotonic(), victim
+
+
 def test_pods_on_a_lost_node_are_replaced_once_on_healthy_nodes_within_the_bound(
         cluster: Any, scale: Scale, rng: random.Random, tfjobs: TfJobs, operator: Operator, pod_watch: PodWatch,
         chaos_results: Callable[..., None]) -> None:
@@ -76,48 +93,48 @@ def test_pods_on_a_lost_node_are_replaced_once_on_healthy_nodes_within_the_bound
     force_deleted_before = metric_total(operator, "tfjob_pods_deleted_total", reason="NodeNotReady")
     hits: Counter[tuple[str, str, int]] = Counter()
     times: list[float] = []
-    all_lost: list[PodStory] = []
+    stuck_pods = 0
+    simulator_misses: list[str] = []
 
     for _ in range(scale.nodes_lost):
-        live = [s for s in pod_watch.pods() if s.live and s.terminating_at is None and s.slot and s.node]
-        per_node = Counter(s.node for s in live)
-        most = max(per_node.values())
-        victim = rng.choice(sorted(n for n, count in per_node.items() if count == most))
-        lost = [s for s in live if s.node == victim]
-        all_lost += lost
-        hits.update(s.slot for s in lost if s.slot)
-        print(f"losing {victim} with {[s.name for s in lost]}")
-        cluster.lose_node(victim)
-        lost_at = time.monotonic()
-        try:
+        for _attempt in range(ATTEMPTS):
+            lost, lost_at, victim = lose_the_busiest_node(cluster, rng, pod_watch)
+            hits.update(s.slot for s in lost if s.slot)
             try:
-                wait_for(lambda v=victim, pods=lost: all(replacement(pod_watch, s, v) for s in pods), BOUND,
-                         f"every pod of {victim} to be replaced on a healthy node")
-            except AssertionError as error:
-                raise AssertionError(f"{error}\n{story_lines(pod_watch, lost, lost_at)}") from None
-            stuck = [s.name for s in lost if s.terminating_at is None]
-            assert not stuck, f"pods that were never evicted (so not stuck terminating): {stuck}"
-            times += [replacement(pod_watch, s, victim).running_at - lost_at for s in lost]  # type: ignore[union-attr]
-        finally:
-            cluster.recover_node(victim)
-        wait_for(lambda v=victim: node_healthy(tfjobs.api, v), 90, f"{victim} Ready and untainted again")
-        for name in names:
-            tfjobs.wait_condition(name, "Running", timeout=60)
+                try:
+                    wait_for(lambda v=victim, pods=lost: all(replacement(pod_watch, s, v) for s in pods), BOUND,
+                             f"every pod of {victim} to be replaced on a healthy node")
+                except AssertionError as error:
+                    raise AssertionError(f"{error}\n{story_lines(pod_watch, lost, lost_at)}") from None
+                evicted = [s.name for s in lost if s.terminating_at is None]
+                assert not evicted, f"pods that were never evicted (so not stuck terminating): {evicted}"
+            finally:
+                cluster.recover_node(victim)
+            wait_for(lambda v=victim: node_healthy(tfjobs.api, v), 90, f"{victim} Ready and untainted again")
+            for name in names:
+                tfjobs.wait_condition(name, "Running", timeout=60)
+            # The scenario really happened only if every lost pod stayed Terminating (nothing confirms a
+            # deletion on a lost node) until the operator force-deleted it.
+            confirmed = [f"{s.name} gone {s.gone_at - s.terminating_at:.1f}s after its eviction" for s in lost
+                         if s.gone_at is not None and s.terminating_at is not None
+                         and s.gone_at - s.terminating_at < POD_GRACE + FORCE_DELETE_AFTER - 2]
+            if not confirmed:
+                stuck_pods += len(lost)
+                times += [replacement(pod_watch, s, victim).running_at - lost_at for s in lost]  # type: ignore[union-attr]
+                break
+            simulator_misses.append(f"{victim}: {confirmed}")
+        else:
+            raise AssertionError(f"KWOK kept confirming pod deletions on lost nodes: {simulator_misses}")
 
-    # The scenario really happened: every lost pod stayed Terminating (nothing confirms a deletion on a
-    # lost node) until the operator force-deleted it; then only the operator can have removed it.
-    not_stuck = [f"{s.name} gone {s.gone_at - s.terminating_at:.1f}s after its eviction" for s in all_lost
-                 if s.gone_at is not None and s.terminating_at is not None
-                 and s.gone_at - s.terminating_at < POD_GRACE + FORCE_DELETE_AFTER - 2]
-    assert not not_stuck, f"the cluster itself removed pods on the lost node (KWOK still acting for it): {not_stuck}"
     force_deleted = metric_total(operator, "tfjob_pods_deleted_total", reason="NodeNotReady") - force_deleted_before
-    assert force_deleted == sum(hits.values()), "each stuck pod is force-deleted by the operator exactly once"
+    assert force_deleted == stuck_pods, "each stuck pod is force-deleted by the operator exactly once"
     assert not pod_watch.duplicates
     for name in names:
         for (role_name, index), pods in pod_watch.incarnations(name).items():
             assert len(pods) == 1 + hits[(name, role_name, index)], \
                 f"{name} {role_name}-{index} had {len(pods)} pods for {hits[(name, role_name, index)]} losses"
         assert tfjobs.status(name)["restartCount"] == 0, "a lost node is a disruption, not a failure"
-    chaos_results(fault="node lost", nodes_lost=scale.nodes_lost, pods_lost=sum(hits.values()),
+    chaos_results(fault="node lost", nodes_lost=scale.nodes_lost, pods_stuck_and_force_deleted=stuck_pods,
+                  simulator_misses=len(simulator_misses),
                   replaced_s=f"{min(times):.1f}-{max(times):.1f}", bound_s=BOUND, replaced_twice=0,
                   duplicates=len(pod_watch.duplicates), lost_jobs=0)
