@@ -183,6 +183,13 @@ class ApiError(Exception):
         return self.status == 403
 
     @property
+    def namespace_terminating(self) -> bool:
+        """403 because the namespace is being deleted (Status cause NamespaceTerminating): nothing
+        can be created there any more, and everything in it is going away."""
+        causes = ((self.body or {}).get("details") or {}).get("causes") or []
+        return self.status == 403 and any(c.get("reason") == "NamespaceTerminating" for c in causes)
+
+    @property
     def unauthorized(self) -> bool:
         return self.status == 401
 

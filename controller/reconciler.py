@@ -55,6 +55,9 @@ class Caches(Protocol):
     def node_ready(self, name: str) -> bool | None: ...
 
 
+STALE_CACHE_WAIT = 1.0  # seconds before retrying a conflicting status write when the job cannot be read
+
+
 class RequeueError(Exception):
     """The reconcile did what it could; try again after a rate-limited delay, and not before
     `retry_after` seconds when the API server asked for that (Retry-After)."""
@@ -329,7 +332,7 @@ class Reconciler:
             cond.set_condition(conditions, cond.RUNNING, False, "QuotaExceeded", message, stamp)
             plan.events.append(Event("Warning", "QuotaExceeded", message))
             return [f"create {kind} {name}: quota exceeded"]
-        if error.not_found:
+        if error.not_found or error.namespace_terminating:
             return []  # the namespace or the job is going away
         message = f"Cannot create {kind} {name}: {error}"
         plan.events.append(Event("Warning", f"FailedCreate{kind}", message))
@@ -357,6 +360,22 @@ class Reconciler:
             del self._written[key]
             return cached
 
+    def _catch_up_after_conflict(self, key: str, job_path: str, job_uid: str, cache_version: str) -> None:
+        """A 409 on the status write means the cache is behind the server: someone else changed the
+        job, or our own write went through and only its answer was lost. Until the watch brings the
+        newer version, every reconcile would send the same doomed patch (seen at 10 a second while
+        a throttled watch was down), so read the job once and reconcile from that, exactly as from
+        our own written status. If the read fails too, wait a while for the watch instead."""
+        try:
+            fresh = self.kube.get(job_path)
+        except ApiError as error:
+            raise RequeueError(f"status write conflict, and the job could not be read: {error}",
+                               max(error.retry_after or 0.0, STALE_CACHE_WAIT)) from error
+        if fresh["metadata"].get("uid") != job_uid:
+            return  # deleted and created anew: the cache will bring the new job
+        with self._written_lock:
+            self._written[key] = _Written(cache_version, fresh)
+
     def _forget_written(self, key: str) -> None:
         with self._written_lock:
             self._written.pop(key, None)
@@ -377,6 +396,9 @@ class Reconciler:
             self._forget_written(key)
             if error.not_found:
                 return None
+            if error.conflict:
+                self._catch_up_after_conflict(key, path.removesuffix("/status"), meta["uid"],
+                                              cache_version or meta["resourceVersion"])
             raise RequeueError(f"status write: {error}", error.retry_after) from error
         with self._written_lock:
             self._written[key] = _Written(cache_version or meta["resourceVersion"], updated)

@@ -300,10 +300,25 @@ class Cluster:
         (lose_node) was never marked Unknown nor had its pods evicted, which breaks every later
         node-failure scenario of the same session. The clients under test (the operator) must ride
         the restart out by themselves; the cluster's own node agents are simply started afresh."""
-        for component in ("kube-controller-manager", "kwok"):
-            self.stop_component(component, grace=2.0)
-        for component in ("kube-controller-manager", "kwok"):
-            self.start_component(component, timeout=timeout)
+        self.stop_component("kube-controller-manager", grace=2.0)
+        self.start_component("kube-controller-manager", timeout=timeout)
+        self.restart_kwok(timeout=timeout)
+
+    def restart_kwok(self, timeout: float = 90.0, grace: float = 2.0) -> None:
+        """Start KWOK afresh without disturbing the nodes it keeps alive.
+
+        Every KWOK process holds the node Leases under a new identity (hostname + UUID), so a new
+        process would wait for the old Leases to expire (20 s) before heartbeating, just as the
+        controller-manager's 20 s grace runs out: healthy nodes would go Unknown and their pods be
+        evicted, at random. The old process's Leases are therefore deleted once it has stopped, and
+        the new one creates its own at once. Lost nodes (lose_node) keep their fake holder."""
+        self.stop_component("kwok", grace=grace)
+        leases = self.api.get("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases")["items"]
+        for lease in leases:
+            name = lease["metadata"]["name"]
+            if (lease.get("spec") or {}).get("holderIdentity") != LOST_HOLDER:
+                self.recover_node(name)
+        self.start_component("kwok", timeout=timeout)
 
     def compact_etcd(self, restart_apiserver: bool = True) -> int:
         """Compact etcd up to its current revision and return that revision.

@@ -213,6 +213,21 @@ def test_lost_node_turns_unknown_and_its_evicted_pods_stay_terminating(cluster: 
     wait_for(lambda: node_healthy(cluster, node), 60, f"{node} Ready again without taints")
 
 
+def test_restarted_kwok_takes_over_the_node_leases_at_once(cluster: Cluster) -> None:
+    """A new KWOK process has a new identity; left alone it would wait 20 s for the old Leases to
+    expire, while the controller-manager marks the silent nodes Unknown after 20 s."""
+    path = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
+    before = {lease["metadata"]["name"]: lease["spec"]["holderIdentity"] for lease in cluster.api.get(path)["items"]}
+    cluster.restart_kwok()
+
+    def all_taken_over() -> bool:
+        holders = {lease["metadata"]["name"]: lease["spec"].get("holderIdentity")
+                   for lease in cluster.api.get(path)["items"]}
+        return all(holders.get(node) not in (None, before.get(node)) for node in cluster.nodes)
+    wait_for(all_taken_over, 8, "every node Lease held by the new KWOK process well before the 20 s grace")
+    assert all(node_healthy(cluster, node) for node in cluster.nodes)
+
+
 # ----------------------------------------------------------------------------- control plane
 
 

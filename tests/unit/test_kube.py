@@ -135,6 +135,15 @@ CLASSIFICATION = [
         status_body(403, "Forbidden", 'pods "p" is forbidden: exceeded quota: q, requested: pods=1'),
         {"forbidden", "quota_exceeded"},
     ),
+    (
+        "403 namespace terminating",
+        403,
+        status_body(403, "Forbidden", 'pods "p" is forbidden: unable to create new content in namespace n because it '
+                    "is being terminated", name="p", kind="pods",
+                    causes=[{"reason": "NamespaceTerminating", "message": "namespace n is being terminated",
+                             "field": "metadata.namespace"}]),
+        {"forbidden", "namespace_terminating"},
+    ),
     ("401", 401, status_body(401, "Unauthorized", "Unauthorized"), {"unauthorized"}),
     ("429", 429, status_body(429, "TooManyRequests", "too many requests"), {"too_many_requests", "transient"}),
     ("500", 500, status_body(500, "InternalError", "boom"), {"transient"}),
@@ -146,7 +155,7 @@ CLASSIFICATION = [
 ]
 PROPERTIES = {
     "not_found", "conflict", "already_exists", "invalid", "gone", "forbidden", "quota_exceeded",
-    "unauthorized", "too_many_requests", "transient", "timeout",
+    "unauthorized", "too_many_requests", "transient", "timeout", "namespace_terminating",
 }
 
 

@@ -13,7 +13,7 @@ from pytest_mock import MockerFixture
 from controller.builders import build_pods, build_service
 from controller.defaults import apply_defaults
 from controller.kube import ApiError, Kube
-from controller.reconciler import Reconciler, RequeueError
+from controller.reconciler import STALE_CACHE_WAIT, Reconciler, RequeueError
 from controller.timeutil import format_time
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
@@ -175,6 +175,16 @@ def test_quota_refusal_is_reported_and_requeued(kube: Mock) -> None:
     assert running["reason"] == "QuotaExceeded"
 
 
+def test_creates_refused_because_the_namespace_is_terminating_are_dropped_quietly(kube: Mock) -> None:
+    terminating = ApiError(403, "Forbidden", "unable to create new content in namespace ns because it is being "
+                           "terminated", body={"details": {"causes": [{"reason": "NamespaceTerminating"}]}})
+    kube.create.side_effect = terminating
+    recorder = Mock()
+    Reconciler(kube, FakeCaches(make_job()), clock=lambda: NOW, recorder=recorder).reconcile("ns/j")
+    assert kube.create.call_count >= 1
+    assert not [c for c in recorder.method_calls if "FailedCreate" in str(c)]
+
+
 def test_creates_already_expected_are_not_sent_again(kube: Mock) -> None:
     rec = reconciler(kube, FakeCaches(make_job(workers=2)))
     rec.reconcile("ns/j")
@@ -266,3 +276,51 @@ def test_a_counted_failure_is_written_before_the_failed_pod_is_deleted(kube: Moc
     calls = [name for name, _, _ in order.mock_calls]
     assert calls.index("patch") < calls.index("delete")
     assert order.mock_calls[0].args[1]["status"]["restartCount"] == 1
+
+
+def conflict_once(kube: Mock) -> None:
+    answer = kube.patch.side_effect
+    calls = {"n": 0}
+
+    def patch(path: str, body: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise ApiError(409, "Conflict", "the object has been modified")
+        return answer(path, body, **kwargs)
+    kube.patch.side_effect = patch
+
+
+def test_status_conflict_reads_the_job_once_and_retries_against_the_servers_version(kube: Mock) -> None:
+    job = make_job()
+    caches = FakeCaches(job, running_pods(job), owned_service(job))
+    conflict_once(kube)
+    kube.get.return_value = {**job, "metadata": {**job["metadata"], "resourceVersion": "12"}}
+    rec = reconciler(kube, caches)
+    with pytest.raises(RequeueError, match="409"):
+        rec.reconcile("ns/j")
+    kube.get.assert_called_once_with(JOB_PATH)
+    rec.reconcile("ns/j")  # the cache still holds resourceVersion 10
+    assert kube.patch.call_args.args[1]["metadata"] == {"resourceVersion": "12"}
+    assert kube.get.call_count == 1
+
+
+def test_status_conflict_whose_write_already_landed_sends_nothing_more(kube: Mock) -> None:
+    job = make_job()
+    caches = FakeCaches(job, running_pods(job), owned_service(job))
+    conflict_once(kube)
+    kube.get.side_effect = lambda path: {**job, "status": kube.patch.call_args.args[1]["status"],
+                                         "metadata": {**job["metadata"], "resourceVersion": "12"}}
+    rec = reconciler(kube, caches)
+    with pytest.raises(RequeueError):
+        rec.reconcile("ns/j")  # the 409 answers a write of ours whose answer was lost
+    rec.reconcile("ns/j")
+    assert kube.patch.call_count == 1
+
+
+def test_status_conflict_with_an_unreadable_job_waits_for_the_watch(kube: Mock) -> None:
+    job = make_job()
+    conflict_once(kube)
+    kube.get.side_effect = ApiError(500, "InternalError", "boom")
+    with pytest.raises(RequeueError) as raised:
+        reconciler(kube, FakeCaches(job, running_pods(job), owned_service(job))).reconcile("ns/j")
+    assert raised.value.retry_after == STALE_CACHE_WAIT

@@ -62,7 +62,7 @@ def story_lines(pod_watch: PodWatch, lost: list[PodStory], since: float) -> str:
     for story in lost:
         assert story.slot is not None
         for pod in pod_watch.incarnations(story.slot[0]).get(story.slot[1:], []):
-            lines.append(f"{pod.name} {pod.uid[:8]} node={pod.node} phase={pod.phase} seen={at(pod.first_seen)} "
+            lines.append(f"{pod.name} {pod.uid[:8]} nodes={pod.nodes} phase={pod.phase} reason={pod.reason} seen={at(pod.first_seen)} "
                          f"running={at(pod.running_at)} terminating={at(pod.terminating_at)} gone={at(pod.gone_at)}")
     return "\n".join(lines)
 
@@ -78,9 +78,8 @@ def lose_the_busiest_node(cluster: Any, rng: random.Random, pod_watch: PodWatch)
     cluster.lose_node(victim)
     lost_at = time.monotonic()
     # A KWOK process that managed the node may go on confirming deletions there; a fresh one reads
-    # the Lease held by someone else and never manages the node (heartbeats of the others pause <2 s).
-    cluster.stop_component("kwok", grace=2.0)
-    cluster.start_component("kwok")
+    # the Lease held by someone else and never manages the node (the others keep their heartbeats).
+    cluster.restart_kwok()
     return lost, lost_at, victim
 
 
@@ -101,10 +100,14 @@ def test_pods_on_a_lost_node_are_replaced_once_on_healthy_nodes_within_the_bound
     times: list[float] = []
     stuck_pods = 0
     simulator_misses: list[str] = []
+    victims: list[str] = []
+    losses: list[float] = []
 
     for _ in range(scale.nodes_lost):
         for _attempt in range(ATTEMPTS):
             lost, lost_at, victim = lose_the_busiest_node(cluster, rng, pod_watch)
+            victims.append(f"{victim} at {lost_at - (losses or [lost_at])[0]:+.1f}s")
+            losses.append(lost_at)
             hits.update(s.slot for s in lost if s.slot)
             try:
                 try:
@@ -137,8 +140,9 @@ def test_pods_on_a_lost_node_are_replaced_once_on_healthy_nodes_within_the_bound
     assert not pod_watch.duplicates
     for name in names:
         for (role_name, index), pods in pod_watch.incarnations(name).items():
-            assert len(pods) == 1 + hits[(name, role_name, index)], \
-                f"{name} {role_name}-{index} had {len(pods)} pods for {hits[(name, role_name, index)]} losses"
+            assert len(pods) == 1 + hits[(name, role_name, index)], (
+                f"{name} {role_name}-{index} had {len(pods)} pods for {hits[(name, role_name, index)]} losses "
+                f"(nodes lost: {victims}):\n{story_lines(pod_watch, pods[:1], losses[0])}")
         assert tfjobs.status(name)["restartCount"] == 0, "a lost node is a disruption, not a failure"
     chaos_results(fault="node lost", nodes_lost=scale.nodes_lost, pods_stuck_and_force_deleted=stuck_pods,
                   simulator_misses=len(simulator_misses),
