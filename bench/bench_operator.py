@@ -35,7 +35,7 @@ Knobs (environment):
 
 * TFJOB_BENCH_QUICK=1: small sizes (minutes instead of about an hour);
 * TFJOB_BENCH_SCENARIOS=b1,b3: run only these (B0 runs too when a ratio needs it);
-* TFJOB_BENCH_OPERATOR_ARGS="--workers 4 --qps 50 --burst 100": the operator's flags (its defaults);
+* TFJOB_BENCH_OPERATOR_ARGS="--workers 4 --qps 200 --burst 400": the operator's flags (its defaults);
 * TFJOB_BENCH_BURST_SIZES=100,300,1000; TFJOB_BENCH_PAIRED=0 skips the raw run paired with each burst;
 * TFJOB_BENCH_PROFILE=DIR: run the operator under bench/_sampler.py; profiles land in DIR;
 * TFJOB_BENCH_OPERATOR_ROOT=DIR: run the operator from a modified copy of the repository (experiments).
@@ -90,7 +90,7 @@ from controller.defaults import apply_defaults
 from controller.kube import ApiError, Kube, resource_path
 
 SCENARIOS = ("b0", "b1", "b2", "b3", "b4", "b5", "b6")
-DEFAULT_OPERATOR_ARGS = "--workers 4 --qps 50 --burst 100"
+DEFAULT_OPERATOR_ARGS = "--workers 4 --qps 200 --burst 400"
 LOGS = RESULTS / "logs"
 
 TARGET_EFFICIENCY = 0.85
