@@ -28,7 +28,7 @@ from types import FrameType
 import structlog
 from prometheus_client import start_http_server
 
-from controller import logs
+from controller import logs, validation
 from controller.controller import Controller
 from controller.events import EventRecorder
 from controller.health import HealthServer, parse_address
@@ -128,6 +128,7 @@ def run(args: argparse.Namespace) -> int:
              leader_election=f"{election.namespace}/{election.name}" if election else "off",
              identity=election.identity if election else None)
     controller.start_informers()
+    validation.prepare()  # while the caches fill
     election_thread = None
     if elector is not None:
         def elect() -> None:

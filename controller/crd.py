@@ -25,7 +25,8 @@ def crd_path() -> pathlib.Path:
 def crd() -> dict[str, Any]:
     path = crd_path()
     try:
-        return yaml.safe_load(path.read_text())
+        # libyaml when present: the CRD is 170 kB, and the pure-Python parser takes ~0.2-1 s.
+        return yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except OSError as error:
         raise RuntimeError(f"cannot read the TensorFlowJob CRD at {path} (set TFJOB_CRD): {error}") from error
 

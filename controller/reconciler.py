@@ -35,7 +35,7 @@ from controller.defaults import apply_defaults
 from controller.events import EventRecorder
 from controller.expectations import Expectations
 from controller.kube import ApiError, Kube, resource_path
-from controller.labels import GROUP, PLURAL, VERSION
+from controller.labels import GROUP, PLURAL, REPLICA_TYPE_LABEL, VERSION
 from controller.mergepatch import merge_patch
 from controller.metrics import ControllerMetrics
 from controller.plan import Event, Plan, PodDeletion, plan_job
@@ -88,6 +88,20 @@ class Outcome:
 class _Written:
     base_resource_version: str
     job: Mapping[str, Any]
+
+
+def _count_created_as_active(plan: Plan, created: set[str]) -> None:
+    """Count pods the API server has accepted but the cache does not show yet as active.
+
+    The planner sees only the cache, so without this a burst of creates would be reported as
+    active 0, then 1, 2, ... as the ADDED events arrive: one status write per event instead of one.
+    (The planner lists every slot without a pod in `create_pods`, created or not.)"""
+    statuses = plan.status.get("replicaStatuses") or {}
+    for pod in plan.create_pods:
+        meta = pod["metadata"]
+        entry = statuses.get(meta["labels"].get(REPLICA_TYPE_LABEL))
+        if meta["name"] in created and entry is not None:
+            entry["active"] = entry.get("active", 0) + 1
 
 
 def owned_by(obj: Mapping[str, Any], job_uid: str) -> bool:
@@ -172,6 +186,7 @@ class Reconciler:
             problems += self._create_service(plan, job, plan.create_service, outcome)
         if plan.create_pods:
             problems += self._create_pods(key, plan, job, outcome, pending_creates)
+            _count_created_as_active(plan, pending_creates | set(outcome.created))
         if self._write_status(key, job, plan.status, cache_version) is not None:
             outcome.status_written = True
         if decision is not None and self.kueue_gate is not None:

@@ -73,6 +73,12 @@ _KubernetesValidator = jsonschema.validators.extend(
 )
 
 
+def prepare() -> None:
+    """Load the CRD schema and build the validator now (the operator calls this at start), so the
+    first reconciles of a burst do not pay for it."""
+    _strict_validator()
+
+
 @functools.cache
 def _strict_validator() -> jsonschema.protocols.Validator:
     return _KubernetesValidator(_strict(job_schema()))

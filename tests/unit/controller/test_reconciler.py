@@ -324,3 +324,16 @@ def test_status_conflict_with_an_unreadable_job_waits_for_the_watch(kube: Mock) 
     with pytest.raises(RequeueError) as raised:
         reconciler(kube, FakeCaches(job, running_pods(job), owned_service(job))).reconcile("ns/j")
     assert raised.value.retry_after == STALE_CACHE_WAIT
+
+
+def test_pods_just_created_count_as_active_so_their_arrival_in_the_cache_writes_nothing(kube: Mock) -> None:
+    job = make_job()
+    caches = FakeCaches(job)
+    rec = reconciler(kube, caches)
+    rec.reconcile("ns/j")
+    assert kube.patch.call_args.args[1]["status"]["replicaStatuses"]["worker"]["active"] == 2
+    caches.service = owned_service(job)
+    caches.pods = [{**pod, "status": {"phase": "Pending"}} for pod in running_pods(job)]
+    kube.reset_mock(return_value=False, side_effect=False)
+    rec.reconcile("ns/j")  # the ADDED events arrived; the cached job still holds the old status
+    assert kube.patch.call_count == 0
