@@ -19,7 +19,7 @@ from typing import Any
 
 import structlog
 
-from controller import kueue
+from controller import kueue, podstate
 from controller.events import EventRecorder
 from controller.expectations import Expectations
 from controller.kube import ApiError, Kube, resource_path
@@ -30,7 +30,7 @@ from controller.reconciler import Reconciler, RequeueError
 from controller.timeutil import utcnow
 from informers.informer import SharedInformer
 from informers.listwatch import PathListerWatcher
-from informers.store import CONTROLLER_UID_INDEX, controller_of, default_indexers, object_key
+from informers.store import CONTROLLER_UID_INDEX, Store, controller_of, default_indexers, object_key
 from workqueue import RateLimitingQueue, default_controller_rate_limiter
 from workqueue.metrics import MetricsProvider
 
@@ -85,8 +85,9 @@ class Controller:
 
         self.jobs = SharedInformer(sources(PLURAL, GROUP, VERSION), name="tensorflowjobs",
                                    resync_period=resync_period, on_relist=on_relist)
-        self.pods = SharedInformer(sources("pods", selector=JOB_NAME_LABEL), name="pods",
-                                   indexers={**default_indexers(), NODE_INDEX: _index_by_node}, on_relist=on_relist)
+        self.pods = SharedInformer(sources("pods", selector=JOB_NAME_LABEL), name="pods", on_relist=on_relist,
+                                   store=Store({**default_indexers(), NODE_INDEX: _index_by_node},
+                                               transform=podstate.project))
         self.services = SharedInformer(sources("services", selector=JOB_NAME_LABEL), name="services",
                                        on_relist=on_relist)
         self.nodes = (SharedInformer(sources("nodes", cluster_scoped=True), name="nodes", on_relist=on_relist)

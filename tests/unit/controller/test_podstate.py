@@ -1,0 +1,74 @@
+"""What the pod cache keeps of a pod (`podstate.project`) is enough for every predicate."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+
+from controller import podstate
+from controller.builders import build_pods
+from controller.defaults import apply_defaults
+
+PREDICATES = [podstate.slot, podstate.uid, podstate.name, podstate.phase, podstate.is_terminating,
+              podstate.is_active, podstate.cluster_hash, podstate.is_disrupted,
+              podstate.exit_code, podstate.container_restarts, podstate.node_name]
+
+
+def a_job() -> dict[str, Any]:
+    container = {"name": "tensorflow", "image": "tf", "env": [{"name": "A", "value": "x" * 2000}],
+                 "volumeMounts": [{"name": "data", "mountPath": "/data"}]}
+    return apply_defaults({
+        "apiVersion": "kubeflow.org/v1", "kind": "TensorFlowJob",
+        "metadata": {"name": "j", "namespace": "ns", "uid": "job-uid"},
+        "spec": {"worker": {"replicas": 2, "template": {"spec": {
+            "containers": [{"name": "sidecar", "image": "s"}, container],
+            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "pvc"}}]}}}},
+    })
+
+
+def a_cached_pod(status: dict[str, Any], deleting: bool = False) -> dict[str, Any]:
+    pod = build_pods(a_job())[1]
+    pod["metadata"].update(uid="pod-uid", resourceVersion="7", managedFields=[{"manager": "kubectl"}])
+    if deleting:
+        pod["metadata"]["deletionTimestamp"] = "2026-11-29T12:00:00Z"
+    pod["spec"]["nodeName"] = "node-1"
+    pod["status"] = status
+    return pod
+
+
+TERMINATED = {"terminated": {"exitCode": 137, "reason": "OOMKilled", "startedAt": "2026-11-29T11:00:00Z"}}
+STATUSES = {
+    "pending": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "True",
+                                                    "lastTransitionTime": "2026-11-29T11:00:00Z"}]},
+    "running after a restart": {
+        "phase": "Running", "startTime": "2026-11-29T11:00:00Z", "podIP": "10.0.0.1",
+        "containerStatuses": [
+            {"name": "sidecar", "restartCount": 0, "state": {"running": {}}, "image": "s", "ready": True},
+            {"name": "tensorflow", "restartCount": 2, "state": {"running": {}}, "lastState": TERMINATED,
+             "image": "tf", "imageID": "sha256:abc", "containerID": "c://1", "ready": True, "started": True}]},
+    "failed": {"phase": "Failed", "containerStatuses": [
+        {"name": "tensorflow", "restartCount": 0, "state": TERMINATED, "image": "tf"}]},
+    "disrupted": {"phase": "Running", "conditions": [
+        {"type": "DisruptionTarget", "status": "True", "reason": "DeletionByTaintManager", "message": "m"}]},
+    "evicted": {"phase": "Failed", "reason": "Evicted", "message": "The node was low on resource: memory."},
+}
+
+
+@pytest.mark.parametrize("deleting", [False, True])
+@pytest.mark.parametrize("situation", sorted(STATUSES))
+def test_a_projected_pod_reads_exactly_like_the_full_pod(situation: str, deleting: bool) -> None:
+    full = a_cached_pod(STATUSES[situation], deleting)
+    projected = podstate.project(copy.deepcopy(full))
+    for predicate in PREDICATES:
+        assert predicate(projected) == predicate(full), predicate.__name__
+
+
+def test_projection_drops_the_spec_the_controller_never_reads() -> None:
+    full = a_cached_pod(STATUSES["running after a restart"])
+    projected = podstate.project(copy.deepcopy(full))
+    assert projected["spec"] == {"containers": [{"name": "sidecar"}, {"name": "tensorflow"}], "nodeName": "node-1"}
+    assert "managedFields" not in projected["metadata"]
+    assert len(json.dumps(projected)) < len(json.dumps(full)) / 3
