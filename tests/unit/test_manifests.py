@@ -24,7 +24,7 @@ LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the CRD is large
 # What the operator's code calls (controller/controller.py, reconciler.py, queueing.py, app.py,
 # events.py), as (apiGroup, resource) -> verbs. The RBAC integration test proves it is enough.
 OPERATOR_PERMISSIONS: dict[tuple[str, str], set[str]] = {
-    ("kubeflow.org", "tensorflowjobs"): {"list", "watch", "delete"},
+    ("kubeflow.org", "tensorflowjobs"): {"get", "list", "watch", "delete"},
     ("kubeflow.org", "tensorflowjobs/status"): {"patch"},
     ("kubeflow.org", "tensorflowjobs/finalizers"): {"update"},
     ("", "pods"): {"get", "list", "watch", "create", "delete"},
