@@ -29,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from controller import podstate
 from controller.kube import decode_as_model
 from informers.informer import SharedInformer
 from informers.store import Store
@@ -227,8 +228,8 @@ def traced_bytes_per_item(build: Callable[[], Any], count: int) -> float:
     return (after - before) / count
 
 
-def store_of(lines: list[bytes], *, slimmed: bool) -> Store:
-    store = Store(transform=None) if not slimmed else Store()
+def store_of(lines: list[bytes], *, slimmed: bool, projected: bool = False) -> Store:
+    store = Store(transform=podstate.project) if projected else Store(transform=None) if not slimmed else Store()
     for line in lines:
         store.add(json.loads(line)["object"])
     return store
@@ -283,6 +284,7 @@ def measure() -> dict[str, Any]:
     raw_json_bytes = sum(len(line) for line in pod_lines) / PODS
     unslimmed = traced_bytes_per_item(lambda: store_of(pod_lines, slimmed=False), PODS)
     slimmed = traced_bytes_per_item(lambda: store_of(pod_lines, slimmed=True), PODS)
+    projected = traced_bytes_per_item(lambda: store_of(pod_lines, slimmed=True, projected=True), PODS)
     models = traced_bytes_per_item(lambda: models_of(pod_lines), PODS)
     raw_rate = best_rate(lambda: decode_raw(event_lines), EVENTS)
     informer_rate = best_rate(lambda: through_informer(event_lines), EVENTS)
@@ -298,9 +300,11 @@ def measure() -> dict[str, Any]:
         "memory_bytes_per_pod": {
             "store_unslimmed": round(unslimmed),
             "store_slimmed": round(slimmed),
+            "store_projected_by_the_controller": round(projected),
             "client_models": round(models),
         },
         "slimmed_vs_unslimmed": round(slimmed / unslimmed, 3),
+        "projected_vs_unslimmed": round(projected / unslimmed, 3),
         "events_per_s": {
             "raw_json_decode": round(raw_rate),
             "raw_json_through_informer": round(informer_rate),
@@ -318,6 +322,7 @@ def main() -> None:
           f"events: {result['events']} (updates of {result['event_pods']} pods)")
     print(f"{'memory per cached pod':<36} {'bytes':>10} {'vs unslimmed':>13}")
     for label, key in (("store, unslimmed", "store_unslimmed"), ("store, slimmed (default)", "store_slimmed"),
+                       ("store, projected (controller's pods)", "store_projected_by_the_controller"),
                        ("client V1Pod models", "client_models")):
         print(f"{label:<36} {memory[key]:>10} {memory[key] / memory['store_unslimmed']:>13.2f}")
     print(f"{'watch events decoded':<36} {'events/s':>10} {'vs models':>13}")

@@ -22,6 +22,7 @@ DISRUPTION_REASONS = {"Evicted", "Preempting", "Preempted", "NodeLost", "Termina
 
 
 # What `project` keeps of status.conditions[] and status.containerStatuses[].
+_CONDITION_TYPES = ("DisruptionTarget",)
 _CONDITION_FIELDS = ("type", "status", "reason")
 _CONTAINER_STATUS_FIELDS = ("name", "restartCount", "state", "lastState")
 _STATUS_FIELDS = ("phase", "reason", "message", "startTime")
@@ -29,7 +30,8 @@ _STATUS_FIELDS = ("phase", "reason", "message", "startTime")
 
 def project(pod: dict[str, Any]) -> dict[str, Any]:
     """The part of a pod the controller reads: all of its metadata (but managedFields and the
-    last-applied annotation), `spec.nodeName` and the container names, and the status fields above.
+    last-applied annotation), `spec.nodeName` and the container names, and the status fields above
+    (of the conditions, only DisruptionTarget).
 
     The rest of the spec (images, env with TF_CONFIG, volumes, tolerations, ...) is most of a
     pod's JSON and is never read back, so the pod cache holds several times more pods per MB
@@ -41,8 +43,10 @@ def project(pod: dict[str, Any]) -> dict[str, Any]:
         kept_spec["nodeName"] = spec["nodeName"]
     status = pod.get("status") or {}
     kept_status = {k: status[k] for k in _STATUS_FIELDS if k in status}
-    if status.get("conditions"):
-        kept_status["conditions"] = [{k: c[k] for k in _CONDITION_FIELDS if k in c} for c in status["conditions"]]
+    kept_conditions = [{k: c[k] for k in _CONDITION_FIELDS if k in c} for c in status.get("conditions") or []
+                       if c.get("type") in _CONDITION_TYPES]
+    if kept_conditions:
+        kept_status["conditions"] = kept_conditions
     if status.get("containerStatuses"):
         kept_status["containerStatuses"] = [{k: c[k] for k in _CONTAINER_STATUS_FIELDS if k in c}
                                             for c in status["containerStatuses"]]
