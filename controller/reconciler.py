@@ -382,7 +382,7 @@ class Reconciler:
         a throttled watch was down), so read the job once and reconcile from that, exactly as from
         our own written status. If the read fails too, wait a while for the watch instead."""
         try:
-            fresh = self.kube.get(job_path)
+            fresh = retry_transient(self.kube.get)(job_path)
         except ApiError as error:
             raise RequeueError(f"status write conflict, and the job could not be read: {error}",
                                max(error.retry_after or 0.0, STALE_CACHE_WAIT)) from error

@@ -320,7 +320,7 @@ def test_status_conflict_whose_write_already_landed_sends_nothing_more(kube: Moc
 def test_status_conflict_with_an_unreadable_job_waits_for_the_watch(kube: Mock) -> None:
     job = make_job()
     conflict_once(kube)
-    kube.get.side_effect = ApiError(500, "InternalError", "boom")
+    kube.get.side_effect = ApiError(403, "Forbidden", "cannot get tensorflowjobs")
     with pytest.raises(RequeueError) as raised:
         reconciler(kube, FakeCaches(job, running_pods(job), owned_service(job))).reconcile("ns/j")
     assert raised.value.retry_after == STALE_CACHE_WAIT
