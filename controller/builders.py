@@ -23,12 +23,10 @@ from tfconfig import (
     DEFAULT_PORT,
     PORT_NAME,
     ROLES,
-    cluster_spec,
-    cluster_spec_hash,
+    SerializedCluster,
     pod_name,
     role_port,
     role_replicas,
-    tf_config_json,
     tf_container_index,
 )
 
@@ -88,8 +86,10 @@ def build_service(job: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def build_pod(job: Mapping[str, Any], role: str, index: int, cluster_domain: str = "") -> dict[str, Any]:
-    """One pod of one role, with its TF_CONFIG, identity labels, owner and DNS identity."""
+def build_pod(job: Mapping[str, Any], role: str, index: int, cluster_domain: str = "",
+              cluster: SerializedCluster | None = None) -> dict[str, Any]:
+    """One pod of one role, with its TF_CONFIG, identity labels, owner and DNS identity.
+    `cluster` is `SerializedCluster.of(job, cluster_domain)`, when the caller builds many pods."""
     job_name = job["metadata"]["name"]
     role_spec = job["spec"][role]
     template = copy.deepcopy(role_spec["template"])
@@ -102,8 +102,8 @@ def build_pod(job: Mapping[str, Any], role: str, index: int, cluster_domain: str
         REPLICA_TYPE_LABEL: role,
         REPLICA_INDEX_LABEL: str(index),
     }
-    cluster = cluster_spec(job, cluster_domain)
-    annotations = {**(template_meta.get("annotations") or {}), CLUSTER_HASH_ANNOTATION: cluster_spec_hash(cluster)}
+    cluster = cluster or SerializedCluster.of(job, cluster_domain)
+    annotations = {**(template_meta.get("annotations") or {}), CLUSTER_HASH_ANNOTATION: cluster.hash}
 
     pod_spec = template["spec"]
     pod_spec["hostname"] = name
@@ -111,7 +111,7 @@ def build_pod(job: Mapping[str, Any], role: str, index: int, cluster_domain: str
     pod_spec["restartPolicy"] = POD_RESTART_POLICY[role_spec.get("restartPolicy", "OnFailure")]
     containers = pod_spec["containers"]
     tf_index = tf_container_index(pod_spec)
-    containers[tf_index] = _with_tf_settings(containers[tf_index], tf_config_json(job, role, index, cluster_domain))
+    containers[tf_index] = _with_tf_settings(containers[tf_index], cluster.tf_config_json(role, index))
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -137,4 +137,5 @@ def desired_pod_keys(job: Mapping[str, Any]) -> list[tuple[str, int]]:
 
 
 def build_pods(job: Mapping[str, Any], cluster_domain: str = "") -> list[dict[str, Any]]:
-    return [build_pod(job, role, index, cluster_domain) for role, index in desired_pod_keys(job)]
+    cluster = SerializedCluster.of(job, cluster_domain)
+    return [build_pod(job, role, index, cluster_domain, cluster) for role, index in desired_pod_keys(job)]

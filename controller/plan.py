@@ -18,6 +18,7 @@ Decisions where the design leaves room (documented in the README):
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -29,7 +30,7 @@ from controller.builders import build_pod, build_service, desired_pod_keys
 from controller.labels import role_selector
 from controller.timeutil import format_time, parse_time
 from controller.validation import validate_job
-from tfconfig import ROLES, cluster_spec, cluster_spec_hash, role_replicas
+from tfconfig import ROLES, SerializedCluster, role_replicas
 
 FORCE_DELETE_AFTER = 15.0
 """Seconds past a pod's deletionTimestamp before a pod on a dead node is force-deleted."""
@@ -138,6 +139,11 @@ class _Planner:
         # Failed pods whose failure is already in retriedFailures (kept until they are gone), so a
         # crash between counting and deleting never counts one failure twice.
         self._counted_failed_pods: set[str] = set(self.status.get("countedFailedPods") or [])
+
+    @functools.cached_property
+    def _cluster(self) -> SerializedCluster:
+        """The job's cluster serialised once per plan (for the hash and every pod built)."""
+        return SerializedCluster.of(self.job, self.cluster_domain)
 
     # ---- entry ---------------------------------------------------------------------------------
 
@@ -341,7 +347,7 @@ class _Planner:
 
     def _rescale(self) -> None:
         desired = set(desired_pod_keys(self.job))
-        current_hash = cluster_spec_hash(cluster_spec(self.job, self.cluster_domain))
+        current_hash = self._cluster.hash
         stale = []
         for key, pods in self.observed.by_slot.items():
             for pod in pods:
@@ -367,7 +373,7 @@ class _Planner:
         for role, index in desired_pod_keys(self.job):
             if self.observed.by_slot.get((role, index)):
                 continue  # a pod (maybe terminating) still holds the name
-            self.out.create_pods.append(build_pod(self.job, role, index, self.cluster_domain))
+            self.out.create_pods.append(build_pod(self.job, role, index, self.cluster_domain, self._cluster))
         # Pods that exist without a startTime were created by an operator that died before writing
         # it: start the clock now, or activeDeadlineSeconds would never fire.
         if not self.status.get("startTime") and (self.out.create_pods or self._live_pods()):
@@ -381,7 +387,7 @@ class _Planner:
     # ---- Running -------------------------------------------------------------------------------
 
     def _running_condition(self) -> None:
-        current_hash = cluster_spec_hash(cluster_spec(self.job, self.cluster_domain))
+        current_hash = self._cluster.hash
         all_running = not self.out.create_pods and not self.deleting
         for role, index in desired_pod_keys(self.job):
             pods = [p for p in self.observed.by_slot.get((role, index), []) if not podstate.is_terminating(p)]

@@ -9,6 +9,7 @@ that every pod of a job sees the byte-identical cluster, and its hash tells stal
 from tfconfig.cluster import (
     CLUSTER_ROLES,
     ROLES,
+    SerializedCluster,
     cluster_spec,
     cluster_spec_hash,
     pod_address,
@@ -25,6 +26,7 @@ __all__ = [
     "PORT_NAME",
     "ROLES",
     "TF_CONTAINER",
+    "SerializedCluster",
     "cluster_spec",
     "cluster_spec_hash",
     "pod_address",

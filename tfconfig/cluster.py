@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from tfconfig.ports import role_port
@@ -69,12 +70,36 @@ def tf_config(job: Mapping[str, Any], role: str, index: int, cluster_domain: str
 
 def tf_config_json(job: Mapping[str, Any], role: str, index: int, cluster_domain: str = "") -> str:
     """TF_CONFIG serialised compactly with sorted keys, so equal configs are equal strings."""
-    return _canonical(tf_config(job, role, index, cluster_domain))
+    return SerializedCluster.of(job, cluster_domain).tf_config_json(role, index)
 
 
 def cluster_spec_hash(cluster: Mapping[str, list[str]]) -> str:
     """A short stable digest of a cluster spec; it changes exactly when the topology does."""
-    return hashlib.sha256(_canonical(cluster).encode()).hexdigest()[:16]
+    return _digest(_canonical(cluster))
+
+
+@dataclass(frozen=True)
+class SerializedCluster:
+    """A job's cluster spec serialised once, with its hash: every pod's TF_CONFIG embeds the same
+    bytes, so a job of N pods costs one serialisation, not N (each of N addresses: O(N²) for a
+    1 000-worker job)."""
+
+    json: str
+    hash: str
+
+    @classmethod
+    def of(cls, job: Mapping[str, Any], cluster_domain: str = "") -> SerializedCluster:
+        text = _canonical(cluster_spec(job, cluster_domain))
+        return cls(text, _digest(text))
+
+    def tf_config_json(self, role: str, index: int) -> str:
+        """Exactly `_canonical(tf_config(...))`: the keys in sorted order around the shared cluster."""
+        task = f'{{"index":{int(index)},"type":{json.dumps(role)}}}'
+        return f'{{"cluster":{self.json},"environment":"cloud","task":{task}}}'
+
+
+def _digest(canonical_json: str) -> str:
+    return hashlib.sha256(canonical_json.encode()).hexdigest()[:16]
 
 
 def _canonical(value: Any) -> str:

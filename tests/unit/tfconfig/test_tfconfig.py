@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tfconfig import cluster_spec, cluster_spec_hash, pod_address, tf_config, tf_config_json
+from tfconfig import SerializedCluster, cluster_spec, cluster_spec_hash, pod_address, tf_config, tf_config_json
 
 
 def role(replicas: int = 1, port: int | None = None, name: str = "tensorflow") -> dict[str, Any]:
@@ -109,3 +109,14 @@ def test_hash_ignores_the_evaluator_which_is_not_in_the_cluster() -> None:
 
 def test_pod_address_without_domain_ends_in_svc() -> None:
     assert pod_address("j", "ns", "ps", 3, 2222) == "j-ps-3.j.ns.svc:2222"
+
+
+def test_serialized_cluster_builds_each_tf_config_exactly_as_serialising_it_whole() -> None:
+    spec = job(chief=role(), ps=role(2, port=2223), worker=role(3), evaluator=role())
+    for domain in ("", "cluster.local"):
+        cluster = SerializedCluster.of(spec, domain)
+        assert cluster.hash == cluster_spec_hash(cluster_spec(spec, domain))
+        for kind, replicas in (("chief", 1), ("ps", 2), ("worker", 3), ("evaluator", 1)):
+            for index in range(replicas):
+                whole = json.dumps(tf_config(spec, kind, index, domain), sort_keys=True, separators=(",", ":"))
+                assert cluster.tf_config_json(kind, index) == whole
