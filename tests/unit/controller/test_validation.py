@@ -6,7 +6,9 @@ import copy
 from typing import Any
 
 import pytest
+from pytest_mock import MockerFixture
 
+from controller import validation
 from controller.validation import validate_job
 
 
@@ -121,3 +123,17 @@ def test_every_problem_is_reported_not_just_the_first() -> None:
         job["spec"]["chief"]["replicas"] = 2
         job["spec"]["worker"]["restartPolicy"] = "Sometimes"
     assert len(messages(mutated(two))) == 2
+
+
+def test_an_unchanged_job_is_schema_checked_once_however_often_it_is_validated(mocker: MockerFixture) -> None:
+    check = mocker.spy(validation, "_check_schema")
+    job = valid_job()
+    job["metadata"]["name"] = "remembered-once"
+    job["metadata"]["resourceVersion"] = "1"
+    first = validate_job(job)
+    job["metadata"]["resourceVersion"] = "2"  # not validated: still the same document
+    assert validate_job(job) == first
+    assert check.call_count == 1
+    job["spec"]["worker"]["replicas"] = -1
+    assert validate_job(job) != first
+    assert check.call_count == 2
