@@ -96,10 +96,12 @@ def test_pods_on_a_lost_node_are_replaced_once_on_healthy_nodes_within_the_bound
         tfjobs.wait_pods(name, scale.node_workers + 1, timeout=90)
         tfjobs.wait_condition(name, "Running", timeout=60)
     force_deleted_before = metric_total(operator, "tfjob_pods_deleted_total", reason="NodeNotReady")
+    deleted_before = metric_total(operator, "tfjob_pods_deleted_total")
     hits: Counter[tuple[str, str, int]] = Counter()
     times: list[float] = []
     stuck_pods = 0
     simulator_misses: list[str] = []
+    excused: set[tuple[str, str, int]] = set()
     victims: list[str] = []
     losses: list[float] = []
 
@@ -124,27 +126,39 @@ def test_pods_on_a_lost_node_are_replaced_once_on_healthy_nodes_within_the_bound
                 tfjobs.wait_condition(name, "Running", timeout=60)
             # The scenario really happened only if every lost pod stayed Terminating (nothing confirms a
             # deletion on a lost node) until the operator force-deleted it.
-            confirmed = [f"{s.name} gone {s.gone_at - s.terminating_at:.1f}s after its eviction" for s in lost
-                         if s.gone_at is not None and s.terminating_at is not None
+            confirmed = [s for s in lost if s.gone_at is not None and s.terminating_at is not None
                          and s.gone_at - s.terminating_at < POD_GRACE + FORCE_DELETE_AFTER - 2]
+            stuck_pods += len(lost) - len(confirmed)
             if not confirmed:
-                stuck_pods += len(lost)
                 times += [replacement(pod_watch, s, victim).running_at - lost_at for s in lost]  # type: ignore[union-attr]
                 break
-            simulator_misses.append(f"{victim}: {confirmed}")
+            # The controller-manager's taint eviction deletes by name (no UID precondition), and its
+            # timers for a pod whose deletion was confirmed at once can still fire: they then evict
+            # the replacement of the same name on a healthy node, maybe several times. Only
+            # after such a miss; those slots may hold more pods than losses.
+            excused.update(s.slot for s in confirmed if s.slot)
+            simulator_misses.append(f"{victim}: " + ", ".join(
+                f"{s.name} gone {s.gone_at - s.terminating_at:.1f}s after its eviction" for s in confirmed))  # type: ignore[operator]
         else:
             raise AssertionError(f"KWOK kept confirming pod deletions on lost nodes: {simulator_misses}")
 
     force_deleted = metric_total(operator, "tfjob_pods_deleted_total", reason="NodeNotReady") - force_deleted_before
     assert force_deleted == stuck_pods, "each stuck pod is force-deleted by the operator exactly once"
+    assert metric_total(operator, "tfjob_pods_deleted_total") - deleted_before == stuck_pods, \
+        "the operator deleted no other pod"
     assert not pod_watch.duplicates
+    evicted_by_name = 0
     for name in names:
         for (role_name, index), pods in pod_watch.incarnations(name).items():
-            assert len(pods) == 1 + hits[(name, role_name, index)], (
+            expected = 1 + hits[(name, role_name, index)]
+            if (name, role_name, index) in excused:
+                evicted_by_name += len(pods) - expected
+                continue
+            assert len(pods) == expected, (
                 f"{name} {role_name}-{index} had {len(pods)} pods for {hits[(name, role_name, index)]} losses "
                 f"(nodes lost: {victims}):\n{story_lines(pod_watch, pods[:1], losses[0])}")
         assert tfjobs.status(name)["restartCount"] == 0, "a lost node is a disruption, not a failure"
     chaos_results(fault="node lost", nodes_lost=scale.nodes_lost, pods_stuck_and_force_deleted=stuck_pods,
-                  simulator_misses=len(simulator_misses),
+                  simulator_misses=len(simulator_misses), replacements_evicted_by_name_after_a_miss=evicted_by_name,
                   replaced_s=f"{min(times):.1f}-{max(times):.1f}", bound_s=BOUND, replaced_twice=0,
                   duplicates=len(pod_watch.duplicates), lost_jobs=0)
