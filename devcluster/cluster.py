@@ -35,6 +35,7 @@ from .pki import CLIENTS, make_pki, write_kubeconfig
 from .state import ClusterState, Layout, default_dir
 
 NOT_READY_LABEL = "node-not-ready.stage.kwok.x-k8s.io"
+NODE_LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
 LOST_HOLDER = "tfjob-devcluster/lost-node"
 PORTS = ("etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
 FALLBACK_ADVERTISE_ADDRESS = "172.31.255.254"  # any non-loopback IPv4 will do; nothing connects to it
@@ -313,11 +314,9 @@ class Cluster:
         evicted, at random. The old process's Leases are therefore deleted once it has stopped, and
         the new one creates its own at once. Lost nodes (lose_node) keep their fake holder."""
         self.stop_component("kwok", grace=grace)
-        leases = self.api.get("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases")["items"]
-        for lease in leases:
-            name = lease["metadata"]["name"]
+        for lease in self.api.get(NODE_LEASES)["items"]:
             if (lease.get("spec") or {}).get("holderIdentity") != LOST_HOLDER:
-                self.recover_node(name)
+                self._delete_lease(lease["metadata"]["name"])
         self.start_component("kwok", timeout=timeout)
 
     def compact_etcd(self, restart_apiserver: bool = True) -> int:
@@ -344,22 +343,32 @@ class Cluster:
         self.api.merge_patch(f"/api/v1/nodes/{name}", {"metadata": {"labels": {NOT_READY_LABEL: value}}})
 
     def lose_node(self, name: str) -> None:
-        """Simulate a node that vanished: its heartbeats stop, kwok stops acting for it.
+        """Simulate a node that vanished: its heartbeats stop, and nothing acts for it any more.
 
-        The node's Lease is taken over by a fake holder for a year. kwok only acts for nodes whose
-        Lease it holds, so it stops renewing it, stops updating the node and stops confirming pod
-        deletions there. After --node-monitor-grace-period (20 s) the controller-manager marks the
-        node Unknown, taints it unreachable and evicts its pods, which then stay Terminating (no
-        kubelet confirms) until they are force-deleted or the node object is deleted.
+        The node's Lease is taken over by a fake holder for a year, and the node stops matching
+        KWOK's node selector; KWOK is restarted, so it neither heartbeats for the node nor confirms
+        pod deletions there (a running KWOK was seen to go on confirming them). After
+        --node-monitor-grace-period (20 s) the controller-manager marks the node Unknown, taints it
+        unreachable and evicts its pods, which then stay Terminating (no kubelet confirms) until
+        they are force-deleted or the node comes back.
         """
-        self.api.merge_patch(f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{name}",
+        self.api.merge_patch(f"{NODE_LEASES}/{name}",
                              {"spec": {"holderIdentity": LOST_HOLDER, "leaseDurationSeconds": 365 * 24 * 3600,
                                        "renewTime": _micro_time()}})
+        self.api.merge_patch(f"/api/v1/nodes/{name}", {"metadata": {"annotations": {KWOK_NODE_ANNOTATION[0]: None}}})
+        self.restart_kwok()
 
     def recover_node(self, name: str) -> None:
-        """Undo lose_node: delete the fake Lease so kwok creates its own and manages the node again."""
+        """Undo lose_node: the node matches KWOK's selector again and KWOK (restarted, so it lists
+        the node afresh) creates its own Lease and manages it again."""
+        key, value = KWOK_NODE_ANNOTATION
+        self.api.merge_patch(f"/api/v1/nodes/{name}", {"metadata": {"annotations": {key: value}}})
+        self._delete_lease(name)
+        self.restart_kwok()
+
+    def _delete_lease(self, name: str) -> None:
         try:
-            self.api.delete(f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{name}")
+            self.api.delete(f"{NODE_LEASES}/{name}")
         except ApiError as error:
             if error.status != 404:
                 raise

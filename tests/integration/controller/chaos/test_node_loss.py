@@ -75,11 +75,8 @@ def lose_the_busiest_node(cluster: Any, rng: random.Random, pod_watch: PodWatch)
     victim = rng.choice(sorted(n for n, count in per_node.items() if count == most))
     lost = [s for s in live if s.node == victim]
     print(f"losing {victim} with {[s.name for s in lost]}")
-    cluster.lose_node(victim)
     lost_at = time.monotonic()
-    # A KWOK process that managed the node may go on confirming deletions there; a fresh one reads
-    # the Lease held by someone else and never manages the node (the others keep their heartbeats).
-    cluster.restart_kwok()
+    cluster.lose_node(victim)
     return lost, lost_at, victim
 
 
