@@ -346,13 +346,14 @@ class LeaderElector:
                 "metadata": {"name": self.config.name, "namespace": self.config.namespace},
                 "spec": record.to_spec()}
         collection = resource_path("coordination.k8s.io", "v1", "leases", self.config.namespace)
+        sent_at = self._monotonic()
         try:
             created = self._call("POST", collection, body=body, timeout=timeout)
         except ApiError as error:
             if not error.already_exists:
                 log.warning("cannot create leader lease", error=str(error))
             return False
-        self._stored(created, record)
+        self._stored(created, record, sent_at)
         return True
 
     def _write(self, record: LeaderElectionRecord, timeout: float) -> None:
@@ -360,14 +361,18 @@ class LeaderElector:
         assert self._lease is not None
         body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                 "metadata": dict(self._lease.get("metadata") or {}), "spec": record.to_spec()}
-        self._stored(self._call("PUT", self.path, body=body, timeout=timeout), record)
+        sent_at = self._monotonic()
+        self._stored(self._call("PUT", self.path, body=body, timeout=timeout), record, sent_at)
 
-    def _stored(self, lease: dict[str, Any], record: LeaderElectionRecord) -> None:
+    def _stored(self, lease: dict[str, Any], record: LeaderElectionRecord, sent_at: float) -> None:
         self._last_contact = self._monotonic()
         self._lease = lease
         self._observe(LeaderElectionRecord.from_lease(lease) if lease.get("spec") else record)
         if self._holds_observed():
-            self._renewed_at = self._last_contact
+            # Counted from when the renewal was sent, not answered: a process frozen between the two
+            # wakes up holding an answer that is as old as the request (and may have been replaced
+            # meanwhile), so the write fence must stay closed until a fresh renewal.
+            self._renewed_at = sent_at
 
     def holds_lease_now(self) -> bool:
         """Leading, and the Lease was renewed within the renew deadline by this process's own clock.

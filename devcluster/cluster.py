@@ -36,6 +36,8 @@ from .state import ClusterState, Layout, default_dir
 
 NOT_READY_LABEL = "node-not-ready.stage.kwok.x-k8s.io"
 NODE_LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
+KWOK_STARTS = 3  # attempts at (re)starting KWOK before giving up
+KWOK_TAKEOVER_SECONDS = 15.0  # a fresh KWOK creates the missing node Leases within a second or two
 LOST_HOLDER = "tfjob-devcluster/lost-node"
 PORTS = ("etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
 FALLBACK_ADVERTISE_ADDRESS = "172.31.255.254"  # any non-loopback IPv4 will do; nothing connects to it
@@ -313,11 +315,35 @@ class Cluster:
         controller-manager's 20 s grace runs out: healthy nodes would go Unknown and their pods be
         evicted, at random. The old process's Leases are therefore deleted once it has stopped, and
         the new one creates its own at once. Lost nodes (lose_node) keep their fake holder."""
-        self.stop_component("kwok", grace=grace)
-        for lease in self.api.get(NODE_LEASES)["items"]:
-            if (lease.get("spec") or {}).get("holderIdentity") != LOST_HOLDER:
-                self._delete_lease(lease["metadata"]["name"])
-        self.start_component("kwok", timeout=timeout)
+        for _attempt in range(KWOK_STARTS):
+            self.stop_component("kwok", grace=grace)
+            lost = set()
+            for lease in self.api.get(NODE_LEASES)["items"]:
+                if (lease.get("spec") or {}).get("holderIdentity") == LOST_HOLDER:
+                    lost.add(lease["metadata"]["name"])
+                else:
+                    self._delete_lease(lease["metadata"]["name"])
+            self.start_component("kwok", timeout=timeout)
+            if self._kwok_holds_leases(set(self.state.node_ips) - lost, KWOK_TAKEOVER_SECONDS):
+                return
+        raise ClusterError(f"kwok did not take the node Leases over after {KWOK_STARTS} starts; "
+                           f"see {self.layout.log('kwok')}")
+
+    def _kwok_holds_leases(self, nodes: set[str], timeout: float) -> bool:
+        """Whether a running KWOK holds the Lease of every one of `nodes` within `timeout` seconds.
+
+        KWOK 0.8.0 sometimes dies at start ("fatal error: concurrent map writes" in a CEL helper),
+        and it has no health endpoint: its Leases are the sign of life."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.is_running("kwok"):
+                return False
+            held = {lease["metadata"]["name"] for lease in self.api.get(NODE_LEASES)["items"]
+                    if (lease.get("spec") or {}).get("holderIdentity") not in (None, "", LOST_HOLDER)}
+            if nodes <= held:
+                return True
+            time.sleep(0.2)
+        return False
 
     def compact_etcd(self, restart_apiserver: bool = True) -> int:
         """Compact etcd up to its current revision and return that revision.

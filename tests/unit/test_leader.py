@@ -431,3 +431,14 @@ def test_write_fence_closes_once_the_lease_has_not_been_renewed_within_the_deadl
     assert not leader.holds_lease_now()
     assert leader.try_acquire_or_renew(5.0)  # a renewal reopens it
     assert leader.holds_lease_now()
+
+
+def test_a_renewal_answered_after_a_freeze_does_not_reopen_the_write_fence(
+        server: FakeLeaseServer, clock: Clock) -> None:
+    leader = elector(server, clock, "a")
+    assert leader.try_acquire_or_renew(5.0)
+    leader._leading = True
+    # Frozen (SIGSTOP) after sending a renewal and before reading its answer, past the renew deadline.
+    server.before = lambda _method: clock.advance(leader.config.renew_deadline + 0.1)
+    assert leader.try_acquire_or_renew(5.0)
+    assert not leader.holds_lease_now()
