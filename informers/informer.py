@@ -213,9 +213,13 @@ class SharedInformer:
 
     # --- ReflectorSink --------------------------------------------------------------------------
 
+    def prepare(self, obj: KubeObject) -> KubeObject:
+        """What the store keeps of a listed object (the reflector applies it page by page)."""
+        return self.store.prepare(obj)
+
     def on_replace(self, items: list[KubeObject], *, namespace: str | None, resource_version: str) -> None:
         with self._dispatch:
-            result = self.store.replace(items, namespace=namespace)
+            result = self.store.replace(items, namespace=namespace, prepared=True)
             for handler in self._handlers:
                 if handler.on_delete is not None:
                     for tombstone in result.deleted:

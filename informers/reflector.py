@@ -66,6 +66,10 @@ class ReflectorSink(Protocol):
         """One ADDED, MODIFIED or DELETED watch event."""
         ...
 
+    # Optional: `prepare(obj) -> obj`, what the sink keeps of a listed object. The reflector applies
+    # it to each item as its page arrives, so a relist of 10 000 pods never holds them all in full;
+    # `on_replace` then receives prepared items.
+
 
 class _Next(enum.Enum):
     REWATCH = "rewatch"
@@ -211,14 +215,16 @@ class Reflector:
 
     def _list_all(self) -> tuple[list[KubeObject], str]:
         restarts = 0
+        prepare: Callable[[KubeObject], KubeObject] | None = getattr(self._sink, "prepare", None)
         while True:
             items: list[KubeObject] = []
             token: str | None = None
             try:
                 while True:
                     page = self.lister_watcher.list(limit=self._page_size, continue_token=token)
-                    items.extend(_list_items(page))
+                    items.extend(map(prepare, _list_items(page)) if prepare else _list_items(page))
                     metadata = page.get("metadata") or {}
+                    del page  # the page's full objects can go before the next one arrives
                     token = metadata.get("continue") or None
                     if token is None:
                         resource_version = str(metadata.get("resourceVersion") or "")

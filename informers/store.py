@@ -184,7 +184,7 @@ class Store:
 
     def add(self, obj: KubeObject) -> KubeObject | None:
         """Insert or replace `obj`; return the object it replaced, if any."""
-        obj = self._prepare(obj)
+        obj = self.prepare(obj)
         key = self._key_func(obj)
         with self._lock:
             old = self._items.get(key)
@@ -196,7 +196,7 @@ class Store:
 
     def delete(self, obj: KubeObject) -> KubeObject | None:
         """Remove the object with `obj`'s key; return the cached object, if there was one."""
-        obj = self._prepare(obj)
+        obj = self.prepare(obj)
         return self.delete_key(self._key_func(obj))
 
     def delete_key(self, key: str) -> KubeObject | None:
@@ -210,14 +210,15 @@ class Store:
                     self._snapshots.pop(key, None)
             return old
 
-    def replace(self, items: Iterable[KubeObject], *, namespace: str | None = None) -> ReplaceResult:
+    def replace(self, items: Iterable[KubeObject], *, namespace: str | None = None,
+                prepared: bool = False) -> ReplaceResult:
         """Make the store (or one namespace of it) hold exactly `items`; report what changed.
 
         Objects whose resourceVersion is unchanged keep their cached instance and are not reported.
         With `namespace`, only keys in that namespace are candidates for deletion, so reflectors for
         different namespaces can share one store.
         """
-        prepared = [self._prepare(obj) for obj in items]
+        objects = list(items) if prepared else [self.prepare(obj) for obj in items]
         result = ReplaceResult()
         with self._lock:
             if namespace is None:
@@ -225,7 +226,7 @@ class Store:
             else:
                 previous = {k for k in self._items if split_key(k)[0] == namespace}
             seen: set[str] = set()
-            for obj in prepared:
+            for obj in objects:
                 key = self._key_func(obj)
                 seen.add(key)
                 old = self._items.get(key)
@@ -316,7 +317,8 @@ class Store:
 
     # --- internals ------------------------------------------------------------------------------
 
-    def _prepare(self, obj: KubeObject) -> KubeObject:
+    def prepare(self, obj: KubeObject) -> KubeObject:
+        """The object as this store keeps it (its transform applied); the store owns the result."""
         if self._transform is None or isinstance(obj, DeletedFinalStateUnknown):
             return obj
         return self._transform(obj)

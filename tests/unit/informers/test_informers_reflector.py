@@ -89,6 +89,24 @@ def test_list_items_get_kind_and_api_version_from_the_list() -> None:
     assert (items[0]["kind"], items[0]["apiVersion"]) == ("Pod", "v1")
 
 
+def test_a_sink_that_prepares_items_gets_each_page_prepared_before_the_next_is_listed() -> None:
+    lw = FakeListerWatcher(lists=[[page([pod("a", "1")], cont="t1"), page([pod("b", "2")], "20")]])
+    seen: list[str] = []
+
+    class Sink(RecordingSink):
+        def prepare(self, obj: dict[str, object]) -> dict[str, object]:
+            seen.append(f"prepare {obj['metadata']['name']} after {lw.count('list')} list(s)")  # type: ignore[index]
+            return {**obj, "prepared": True}
+
+        def on_replace(self, listed: list[dict[str, object]], *, namespace: str | None, resource_version: str) -> None:
+            seen.append("replace " + ",".join(str(o.get("prepared")) for o in listed))
+
+    reflector = Reflector(lw, Sink(), page_size=1, sleep=lambda _: None)
+    lw.when_exhausted = reflector.stop
+    reflector.run()
+    assert seen == ["prepare a after 1 list(s)", "prepare b after 2 list(s)", "replace True,True"]
+
+
 def test_bookmark_moves_the_resource_version_without_an_event() -> None:
     lw = FakeListerWatcher(lists=[page([pod("a", "1")], "10")], watches=[FakeWatch([bookmark("25")])])
     reflector, sink, _ = run(lw)
