@@ -16,6 +16,7 @@ duplicate inside such a gap could not be seen.
 
 from __future__ import annotations
 
+import abc
 import threading
 import time
 import traceback
@@ -34,7 +35,7 @@ RECONNECT_PAUSE = 0.2
 Slot = tuple[str, str, int]  # job, role, index
 
 
-class RawWatch:
+class RawWatch(abc.ABC):
     """List, then watch one collection in a thread; subclasses handle the objects."""
 
     def __init__(self, api: Kube, path: str, label_selector: str | None = None) -> None:
@@ -138,11 +139,13 @@ class RawWatch:
 
     # ---- for subclasses (called with self.lock held) ----------------------------------------------
 
+    @abc.abstractmethod
     def apply(self, kind: str, obj: Mapping[str, Any], now: float) -> None:
-        raise NotImplementedError
+        """One watch event."""
 
+    @abc.abstractmethod
     def replace(self, items: list[Mapping[str, Any]], now: float) -> None:
-        raise NotImplementedError
+        """A complete (re)list."""
 
 
 @dataclass
