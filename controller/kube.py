@@ -38,10 +38,53 @@ from types import SimpleNamespace
 from typing import Any, NamedTuple
 
 import urllib3
-from kubernetes import client as k8s_client
-from kubernetes import config as k8s_config
-from kubernetes.client.exceptions import ApiException
-from kubernetes.config.config_exception import ConfigException
+
+
+def _import_client_core() -> tuple[Any, Any]:
+    """Import the parts of `kubernetes` this module uses, without the generated API and model classes.
+
+    `import kubernetes` runs the package's `__init__`, which imports every generated API class and
+    ~800 model classes (dynamic, watch, stream, leaderelection too): ~35 MB of RSS that nothing here
+    uses, since every response is raw JSON. The operator needs only `ApiClient` (HTTP, auth, TLS),
+    `Configuration`, the exceptions and the kubeconfig/in-cluster loaders. So, unless the whole
+    package is already loaded (then it is simply reused), the two package `__init__`s are replaced by
+    empty packages pointing at the real directories, and only the needed submodules are executed.
+    `kubernetes.client.models` stays an empty package until `decode_as_model` (benchmarks) fills it.
+    """
+    import importlib
+    import importlib.util
+    import os
+    import sys
+    import types
+
+    if "kubernetes.client.api" not in sys.modules:  # the full package has not been imported
+        spec = importlib.util.find_spec("kubernetes")
+        if spec is None or spec.origin is None:
+            raise ImportError("the kubernetes package is not installed")
+        root = os.path.dirname(spec.origin)
+
+        def empty_package(name: str, *parts: str) -> types.ModuleType:
+            module = sys.modules.get(name)
+            if module is None:
+                module = types.ModuleType(name)
+                module.__path__ = [os.path.join(root, *parts)]
+                module.__package__ = name
+                sys.modules[name] = module
+            return module
+
+        package = empty_package("kubernetes")
+        client = empty_package("kubernetes.client", "client")
+        package.client = client  # type: ignore[attr-defined]
+        client.models = empty_package("kubernetes.client.models", "client", "models")  # type: ignore[attr-defined]
+        client.ApiClient = importlib.import_module("kubernetes.client.api_client").ApiClient  # type: ignore[attr-defined]
+        client.Configuration = importlib.import_module("kubernetes.client.configuration").Configuration  # type: ignore[attr-defined]
+        package.config = importlib.import_module("kubernetes.config")  # type: ignore[attr-defined]
+    return sys.modules["kubernetes.client"], sys.modules["kubernetes.config"]
+
+
+k8s_client, k8s_config = _import_client_core()
+ApiException = k8s_client.api_client.ApiException
+ConfigException = k8s_config.ConfigException
 
 __all__ = [
     "FENCED_REASON",
@@ -970,5 +1013,18 @@ def decode_as_model(raw_json: bytes | str, model: str) -> Any:
     """
     global _model_client
     if _model_client is None:
+        _load_models()
         _model_client = k8s_client.ApiClient(configuration=k8s_client.Configuration())
     return _model_client.deserialize(SimpleNamespace(data=raw_json), model)
+
+
+def _load_models() -> None:
+    """Fill the empty `kubernetes.client.models` package left by `_import_client_core` (once)."""
+    import importlib
+    import sys
+
+    models = sys.modules.get("kubernetes.client.models")
+    if models is not None and hasattr(models, "V1Pod"):
+        return
+    sys.modules.pop("kubernetes.client.models", None)
+    k8s_client.models = importlib.import_module("kubernetes.client.models")

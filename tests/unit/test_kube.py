@@ -683,6 +683,24 @@ def test_kube_close_closes_open_watches(mocker: MockerFixture) -> None:
     assert stream.closed and response.released
 
 
+# --- lean import ----------------------------------------------------------------------------------
+
+
+def test_importing_the_client_boundary_skips_generated_apis_and_models() -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, controller.kube as k; "
+        "loaded = [m for m in sys.modules if m.startswith(('kubernetes.client.api.', 'kubernetes.client.models.'))]; "
+        "assert not loaded and 'kubernetes.watch' not in sys.modules, loaded; "
+        "k.Kube.for_host('https://127.0.0.1:1', token='t', verify_ssl=False).close(); "
+        "assert k.decode_as_model('{\"metadata\": {\"name\": \"p\"}}', 'V1Pod').metadata.name == 'p'"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+
+
 # --- models (benchmarks only) ------------------------------------------------------------------------
 
 
