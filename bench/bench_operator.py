@@ -35,9 +35,10 @@ Knobs (environment):
 
 * TFJOB_BENCH_QUICK=1: small sizes (minutes instead of about an hour);
 * TFJOB_BENCH_SCENARIOS=b1,b3: run only these (B0 runs too when a ratio needs it);
-* TFJOB_BENCH_OPERATOR_ARGS="--workers 4 --qps 200 --burst 400": the operator's flags (its defaults);
+* TFJOB_BENCH_OPERATOR_ARGS="--workers 32 --qps 500 --burst 1000": the operator's flags (its defaults);
 * TFJOB_BENCH_BURST_SIZES=100,300,1000; TFJOB_BENCH_PAIRED=0 skips the raw run paired with each burst;
 * TFJOB_BENCH_PROFILE=DIR: run the operator under bench/_sampler.py; profiles land in DIR;
+* TFJOB_BENCH_REUSE_CEILING=1: take B0 from bench/results/b0_ceiling.json of an earlier run (experiments);
 * TFJOB_BENCH_OPERATOR_ROOT=DIR: run the operator from a modified copy of the repository (experiments).
 
 Each scenario prints table rows and writes bench/results/<scenario>.json; the summary goes to
@@ -47,6 +48,7 @@ scenario ends by itself (marked incomplete in the JSON).
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shlex
@@ -90,7 +92,7 @@ from controller.defaults import apply_defaults
 from controller.kube import ApiError, Kube, resource_path
 
 SCENARIOS = ("b0", "b1", "b2", "b3", "b4", "b5", "b6")
-DEFAULT_OPERATOR_ARGS = "--workers 4 --qps 200 --burst 400"
+DEFAULT_OPERATOR_ARGS = "--workers 32 --qps 500 --burst 1000"
 LOGS = RESULTS / "logs"
 
 TARGET_EFFICIENCY = 0.85
@@ -671,7 +673,12 @@ def run(cfg: Config) -> tuple[dict[str, Any], list[str]]:
             return None
 
     needs_ceiling = {"b0", "b1", "b2", "b6"} & set(cfg.scenarios)
-    ceiling = attempt("b0", lambda: b0_ceiling(cfg)) if needs_ceiling else None
+    ceiling = None
+    if needs_ceiling and os.environ.get("TFJOB_BENCH_REUSE_CEILING") == "1" and (RESULTS / "b0_ceiling.json").exists():
+        ceiling = json.loads((RESULTS / "b0_ceiling.json").read_text())  # experiments: skip B0's 2 minutes
+        print(f"  reusing the B0 ceiling of an earlier run: {ceiling['ceiling_objects_per_s']} objects/s", flush=True)
+    elif needs_ceiling:
+        ceiling = attempt("b0", lambda: b0_ceiling(cfg))
     if {"b1", "b6"} & set(cfg.scenarios):
         sizes = cfg.burst_sizes if "b6" in cfg.scenarios else cfg.burst_sizes[:1] + cfg.burst_sizes[1:][-1:]
         bursts = [b for n in sizes if (b := attempt(f"b1_{n}", lambda n=n: burst(cfg, n, ceiling))) is not None]

@@ -29,7 +29,7 @@ import structlog
 from prometheus_client import start_http_server
 
 from controller import logs, validation
-from controller.controller import Controller
+from controller.controller import Controller, create_parallelism
 from controller.events import EventRecorder
 from controller.health import HealthServer, parse_address
 from controller.kube import ConfigError, Kube, resource_path
@@ -72,7 +72,9 @@ def run(args: argparse.Namespace) -> int:
         log.error("bad leader election settings", error=str(error))
         return BAD_CONFIGURATION_EXIT_CODE
     try:
-        kube = Kube.load(args.kubeconfig, context=args.context, pool_size=max(16, args.workers * 4 + 8),
+        # A connection per worker and per create thread, and a few for events and leader election.
+        pool_size = args.workers + create_parallelism(args.workers) + 8
+        kube = Kube.load(args.kubeconfig, context=args.context, pool_size=pool_size,
                          qps=args.qps, burst=args.burst, on_request=metrics.on_request)
     except ConfigError as error:
         log.error("no usable Kubernetes credentials", error=str(error))

@@ -77,9 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--kubeconfig", help="kubeconfig file (out of cluster); default: in-cluster config")
     run.add_argument("--context", help="kubeconfig context")
     run.add_argument("--namespace", action="append", default=[], help="watch only this namespace (repeatable)")
-    run.add_argument("--workers", type=int, default=4, help="reconcile worker threads (default 4)")
-    run.add_argument("--qps", type=float, default=200.0, help="client-side API QPS limit (default 200)")
-    run.add_argument("--burst", type=int, default=400, help="client-side API burst (default 400)")
+    run.add_argument("--workers", type=int, default=32, help="reconcile worker threads (default 32)")
+    run.add_argument("--qps", type=float, default=500.0, help="client-side API QPS limit (default 500)")
+    run.add_argument("--burst", type=int, default=1000, help="client-side API burst (default 1000)")
     run.add_argument("--leader-elect", action="store_true", help="use a Lease so only one replica reconciles")
     run.add_argument("--leader-election-namespace", default="",
                      help="namespace of the Lease (default: $POD_NAMESPACE, else the pod's own namespace)")

@@ -54,6 +54,27 @@ def project(pod: dict[str, Any]) -> dict[str, Any]:
             "spec": kept_spec, "status": kept_status}
 
 
+def same_projection(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Whether two projected versions of a pod differ only in their resourceVersion: an update
+    the controller cannot act on (most scheduler and kubelet writes touch only unkept fields)."""
+    if old.get("spec") != new.get("spec") or old.get("status") != new.get("status"):
+        return False
+    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+    keys = (old_meta.keys() | new_meta.keys()) - {"resourceVersion"}
+    return all(old_meta.get(k) == new_meta.get(k) for k in keys)
+
+
+def is_urgent_change(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Updates that can start a repair or end the job (deletion begun, a terminal phase, a
+    disruption): handled at once. Others (scheduled, started, a container restart) may wait for
+    a short batch, so a job's pods moving together cost one reconcile, not one each."""
+    if is_terminating(new) and not is_terminating(old):
+        return True
+    if phase(new) != phase(old) and phase(new) in ("Failed", "Succeeded"):
+        return True
+    return is_disrupted(new) and not is_disrupted(old)
+
+
 def slot(pod: Mapping[str, Any]) -> tuple[str, int] | None:
     """(role, index) the pod fills, or None when its labels are not ours or are malformed."""
     labels = (pod.get("metadata") or {}).get("labels") or {}

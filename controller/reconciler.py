@@ -5,7 +5,8 @@
 
 * deletes first (UID preconditions, so a recreated pod of the same name is never hit; 404 and a
   UID mismatch both mean "already gone"), with expectations raised before the call;
-* then the Service, then pod creates in parallel, in slow-start batches (1, 2, 4, ...) like
+* then the Service (alongside the first pod batch) and pod creates in parallel, in slow-start
+  batches (1, 2, 4, ...) like
   client-go's, so a systematic error (quota, invalid template) costs a few calls, not hundreds;
 * then the status through the status subresource, only when it changed, as a merge patch guarded
   by the resourceVersion it was computed from;
@@ -182,11 +183,15 @@ class Reconciler:
             if plan.create_service is not None:
                 problems.append(self._name_conflict(plan, job, "Service", name))
             plan.create_service = None
-        elif plan.create_service is not None:
-            problems += self._create_service(plan, job, plan.create_service, outcome)
+        service_created = None
+        if not foreign_service and plan.create_service is not None:
+            # Alongside the first pod batch rather than before it: one round trip less per new job.
+            service_created = self._pool.submit(self._create_service, plan, job, plan.create_service, outcome)
         if plan.create_pods:
             problems += self._create_pods(key, plan, job, outcome, pending_creates)
             _count_created_as_active(plan, pending_creates | set(outcome.created))
+        if service_created is not None:
+            problems += service_created.result()
         if self._write_status(key, job, plan.status, cache_version) is not None:
             outcome.status_written = True
         if decision is not None and self.kueue_gate is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 from unittest.mock import Mock
 
@@ -10,6 +11,7 @@ from pytest_mock import MockerFixture
 
 from controller.controller import Controller
 from controller.kube import Kube
+from workqueue import FakeClock
 
 
 @pytest.fixture
@@ -40,10 +42,71 @@ def test_kueue_informers_exist_only_when_its_api_is_served(kube: Mock) -> None:
     assert Controller(kube, use_kueue=False).workloads is None
 
 
-def test_pod_event_enqueues_its_controlling_job(kube: Mock) -> None:
-    controller = Controller(kube)
+def settled(controller: Controller, clock: FakeClock, seconds: float) -> list[str]:
+    """Step the queue's fake clock, wait (bounded) for its delaying thread to hand over what came
+    due, and drain the queue."""
+    clock.step(seconds)
+    queue = controller.queue
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        with queue._heap_cond:  # the delaying thread moves due items under this lock
+            if not any(entry.ready_at <= clock.now() for entry in queue._waiting.values()):
+                break
+        time.sleep(0.001)
+    return drain(controller)
+
+
+def running(name: str, owner_uid: str, **status: Any) -> dict[str, Any]:
+    p = pod(name, owner_uid)
+    p["metadata"]["resourceVersion"] = "1"
+    p["status"] = {"phase": "Running", **status}
+    return p
+
+
+def test_pod_added_enqueues_its_controlling_job_after_the_batch_period(kube: Mock) -> None:
+    clock = FakeClock()
+    controller = Controller(kube, pod_batch_period=0.5, queue_clock=clock)
     controller._pod_added(pod("j-worker-0", "uid-1"))
+    assert drain(controller) == []
+    assert settled(controller, clock, 0.5) == ["ns/j"]
+
+
+def test_a_jobs_pod_events_within_the_batch_period_fold_into_one_reconcile(kube: Mock) -> None:
+    clock = FakeClock()
+    controller = Controller(kube, pod_batch_period=0.5, queue_clock=clock)
+    for i in range(5):
+        controller._pod_added(pod(f"j-worker-{i}", "uid-1"))
+        clock.step(0.05)
+    controller._pod_updated(running("j-worker-0", "uid-1"), running("j-worker-0", "uid-1", startTime="t"))
+    assert settled(controller, clock, 0.5) == ["ns/j"]
+
+
+def test_pod_deletion_starting_enqueues_its_job_at_once(kube: Mock) -> None:
+    controller = Controller(kube, pod_batch_period=60)
+    controller.expectations.expect_deletions("ns/j", ["p-j-worker-0"])
+    old = running("j-worker-0", "uid-1")
+    new = running("j-worker-0", "uid-1")
+    new["metadata"]["deletionTimestamp"] = "2026-11-29T00:00:00Z"
+    controller._pod_updated(old, new)
     assert drain(controller) == ["ns/j"]
+    assert controller.expectations.satisfied("ns/j")
+
+
+def test_pod_failing_enqueues_its_job_at_once(kube: Mock) -> None:
+    controller = Controller(kube, pod_batch_period=60)
+    failed = running("j-worker-0", "uid-1")
+    failed["status"]["phase"] = "Failed"
+    controller._pod_updated(running("j-worker-0", "uid-1"), failed)
+    assert drain(controller) == ["ns/j"]
+
+
+def test_pod_update_that_changes_only_its_resource_version_enqueues_nothing(kube: Mock) -> None:
+    clock = FakeClock()
+    controller = Controller(kube, pod_batch_period=0.5, queue_clock=clock)
+    newer = running("j-worker-0", "uid-1")
+    newer["metadata"]["resourceVersion"] = "2"
+    controller._pod_updated(running("j-worker-0", "uid-1"), newer)
+    assert settled(controller, clock, 1) == []
 
 
 def test_pod_of_an_earlier_job_with_the_same_name_is_ignored(kube: Mock) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from unittest.mock import Mock
@@ -73,10 +74,11 @@ def reconciler(kube: Mock, caches: FakeCaches, now: datetime = NOW) -> Reconcile
     return Reconciler(kube, caches, clock=lambda: now, create_parallelism=4)
 
 
-def test_new_job_creates_service_then_pods_then_writes_status(kube: Mock) -> None:
+def test_new_job_creates_service_and_pods_then_writes_status(kube: Mock) -> None:
     outcome = reconciler(kube, FakeCaches(make_job(workers=3))).reconcile("ns/j")
-    service_call, *pod_calls = kube.create.call_args_list
-    assert service_call.args[0] == "/api/v1/namespaces/ns/services"
+    calls = kube.create.call_args_list
+    [service_call] = [c for c in calls if c.args[0] == "/api/v1/namespaces/ns/services"]
+    pod_calls = [c for c in calls if c is not service_call]
     assert sorted(c.args[1]["metadata"]["name"] for c in pod_calls) == ["j-worker-0", "j-worker-1", "j-worker-2"]
     assert all(c.args[0] == "/api/v1/namespaces/ns/pods" for c in pod_calls)
     path, body = kube.patch.call_args.args
@@ -84,6 +86,22 @@ def test_new_job_creates_service_then_pods_then_writes_status(kube: Mock) -> Non
     assert body["metadata"] == {"resourceVersion": "10"}
     assert body["status"]["startTime"] == format_time(NOW)
     assert outcome.status_written and len(outcome.created) == 4
+
+
+def test_service_is_created_alongside_the_first_pod_batch_not_before_it(kube: Mock) -> None:
+    first_pod_sent = threading.Event()
+
+    def create(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        if path.endswith("/services"):
+            # Sequential creates would wait here for a pod create that only starts afterwards.
+            assert first_pod_sent.wait(timeout=5), "the Service create held up the pods"
+        else:
+            first_pod_sent.set()
+        return body
+
+    kube.create.side_effect = create
+    outcome = reconciler(kube, FakeCaches(make_job(workers=3))).reconcile("ns/j")
+    assert "service/j" in outcome.created and len(outcome.created) == 4
 
 
 def test_steady_running_job_makes_no_calls_the_second_time(kube: Mock) -> None:
