@@ -72,3 +72,28 @@ def test_projection_drops_the_spec_the_controller_never_reads() -> None:
     assert projected["spec"] == {"containers": [{"name": "sidecar"}, {"name": "tensorflow"}], "nodeName": "node-1"}
     assert "managedFields" not in projected["metadata"]
     assert len(json.dumps(projected)) < len(json.dumps(full)) / 3
+
+
+def test_projections_of_decoded_pods_share_their_repeated_strings() -> None:
+    # Decoded separately (as two watch events are), so nothing is shared to begin with.
+    first, second = (json.loads(json.dumps(a_cached_pod(STATUSES["pending"]))) for _ in range(2))
+    a, b = podstate.project(first), podstate.project(second)
+    assert a == b
+    label = "tensorflowjob.kubeflow.org/replica-type"
+    key_a = next(k for k in a["metadata"]["labels"] if k == label)
+    key_b = next(k for k in b["metadata"]["labels"] if k == label)
+    assert key_a is key_b
+    assert a["metadata"]["labels"][label] is b["metadata"]["labels"][label]
+    assert a["metadata"]["namespace"] is b["metadata"]["namespace"]
+
+
+def test_update_of_an_unkept_field_leaves_the_projection_unchanged_but_a_new_phase_does_not() -> None:
+    old = podstate.project(a_cached_pod(STATUSES["pending"]))
+    scheduled = a_cached_pod({**STATUSES["pending"], "qosClass": "BestEffort"})
+    scheduled["metadata"]["resourceVersion"] = "8"
+    assert podstate.same_projection(old, podstate.project(scheduled))
+    started = a_cached_pod(STATUSES["running after a restart"])
+    assert not podstate.same_projection(old, podstate.project(started))
+    assert not podstate.is_urgent_change(old, podstate.project(started))
+    assert podstate.is_urgent_change(old, podstate.project(a_cached_pod(STATUSES["failed"])))
+    assert podstate.is_urgent_change(old, podstate.project(a_cached_pod(STATUSES["pending"], deleting=True)))
