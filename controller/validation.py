@@ -52,7 +52,13 @@ _NOT_VALIDATED = ("resourceVersion", "managedFields")
 
 
 def validate_job(job: Any) -> list[Problem]:
-    """Every problem found in one job document; empty when it is valid."""
+    """Every problem found in one job document; empty when it is valid.
+
+    The status is not the user's input (the API server ignores it on create and update; only the
+    operator writes it through the status subresource), so it is neither validated nor part of the
+    memo's key: a job whose status changed is not validated again."""
+    if isinstance(job, Mapping) and "status" in job:
+        job = {k: v for k, v in job.items() if k != "status"}
     digest = _digest(job)
     if digest is not None:
         with _REMEMBERED_LOCK:

@@ -125,6 +125,15 @@ def test_every_problem_is_reported_not_just_the_first() -> None:
     assert len(messages(mutated(two))) == 2
 
 
+def test_a_status_change_neither_revalidates_the_job_nor_makes_it_invalid(mocker: MockerFixture) -> None:
+    check = mocker.spy(validation, "_check_schema")
+    job = valid_job()
+    job["metadata"]["name"] = "status-only-change"
+    assert validate_job({**job, "status": {"conditions": [{"type": "Created", "status": "True"}]}}) == []
+    assert validate_job({**job, "status": {"state": "Running", "unexpected": ["anything"]}}) == []
+    assert check.call_count == 1
+
+
 def test_an_unchanged_job_is_schema_checked_once_however_often_it_is_validated(mocker: MockerFixture) -> None:
     check = mocker.spy(validation, "_check_schema")
     job = valid_job()
