@@ -2,7 +2,10 @@
 
 Shaped like client-go's sample-controller. Informer handlers only map an event to a job key and
 enqueue it (a Pod or Service maps to its controlling TensorFlowJob, checked by kind *and* UID, so
-a leftover pod of a deleted job with the same name never wakes the new one); N worker threads
+a leftover pod of a deleted job with the same name never wakes the new one). Pod additions and
+routine pod updates are batched per job for `POD_BATCH_PERIOD` (client-go's Job controller does the
+same), updates that change nothing the pod cache keeps are dropped, and deletions, failures and
+disruptions go straight in, so repairs stay immediate. N worker threads
 `get` keys, reconcile, and `forget` on success or `add_rate_limited` on failure; a catch-all per
 item keeps a bug from killing a worker. A plan's `requeue_after` (deadlines, TTLs, the force-delete
 bound) becomes `add_after`, so timers fire on time without relying on a periodic resync — which

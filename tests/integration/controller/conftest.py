@@ -57,7 +57,7 @@ class Operator:
         self.args = [sys.executable, "-m", "controller.cli", "run", "--kubeconfig", kubeconfig,
                      "--metrics-addr", f"127.0.0.1:{self.metrics_port}",
                      "--health-addr", f"127.0.0.1:{self.health_port}",
-                     "--log-format", "json", "--workers", "4", "--resync", "60", *(extra or [])]
+                     "--log-format", "json", "--resync", "60", *(extra or [])]  # default workers, QPS
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self, wait_ready: bool = True) -> Operator:
