@@ -473,7 +473,10 @@ class _Planner:
                 if pod_role != role:
                     continue
                 for pod in pods:
-                    if podstate.uid(pod) in self.deleting:
+                    # Deleted by this plan or an earlier one whose deletion the cache has not shown
+                    # yet: counted as gone, so the counts do not bounce back up meanwhile (one status
+                    # write per cleanup, not one per watch event).
+                    if podstate.uid(pod) in self.deleting or podstate.uid(pod) in self.pending_deletes:
                         continue
                     if podstate.is_active(pod):
                         active += 1

@@ -216,6 +216,19 @@ def test_failed_pod_already_being_deleted_is_not_counted_twice() -> None:
     assert second.delete_pods == [] and second.create_pods == []
 
 
+def test_pods_deleted_at_cleanup_stay_uncounted_while_the_cache_still_shows_them_running() -> None:
+    job = make_job(chief=1, worker=2)
+    pods = pods_for(job)
+    with_phase(pods, "j-chief-0", "Succeeded", 0)
+    cleanup = run(job, pods)
+    assert names(cleanup.delete_pods) == ["j-worker-0", "j-worker-1"]
+    # The job's own status update wakes it before the pods' deletionTimestamps reach the cache.
+    deleted = frozenset(p["metadata"]["uid"] for p in pods if p["metadata"]["name"] != "j-chief-0")
+    again = run(settle(job, cleanup), pods, pending_deletes=deleted)
+    assert again.status["replicaStatuses"] == cleanup.status["replicaStatuses"]
+    assert again.status["replicaStatuses"]["worker"]["active"] == 0
+
+
 def test_replaced_pod_gets_recreated_once_gone_and_job_runs_again() -> None:
     job = make_job(worker=2)
     pods = pods_for(job)
