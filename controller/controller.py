@@ -4,8 +4,9 @@ Shaped like client-go's sample-controller. Informer handlers only map an event t
 enqueue it (a Pod or Service maps to its controlling TensorFlowJob, checked by kind *and* UID, so
 a leftover pod of a deleted job with the same name never wakes the new one). Pod additions and
 routine pod updates are batched per job for `POD_BATCH_PERIOD` (client-go's Job controller does the
-same), updates that change nothing the pod cache keeps are dropped, and deletions, failures and
-disruptions go straight in, so repairs stay immediate. N worker threads
+same), updates that change nothing the pod cache keeps (or only bind the pod) are dropped, as is
+the echo of our own status write; deletions, failures and disruptions go straight in, so repairs
+stay immediate. N worker threads
 `get` keys, reconcile, and `forget` on success or `add_rate_limited` on failure; a catch-all per
 item keeps a bug from killing a worker. A plan's `requeue_after` (deadlines, TTLs, the force-delete
 bound) becomes `add_after`, so timers fire on time without relying on a periodic resync — which
@@ -158,7 +159,7 @@ class Controller:
     # ---- event handlers: map to a job key and enqueue, nothing else -------------------------------
 
     def _wire_handlers(self) -> None:
-        self.jobs.add_event_handler(on_add=self._enqueue_job, on_update=lambda _old, new: self._enqueue_job(new),
+        self.jobs.add_event_handler(on_add=self._enqueue_job, on_update=self._job_updated,
                                     on_delete=self._job_deleted)
         self.pods.add_event_handler(on_add=self._pod_added, on_update=self._pod_updated,
                                     on_delete=self._child_deleted)
@@ -172,6 +173,12 @@ class Controller:
 
     def _enqueue_job(self, job: Mapping[str, Any]) -> None:
         self.queue.add(object_key(job))
+
+    def _job_updated(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+        key = object_key(new)
+        if old is not new and self.reconciler.wrote(key, new["metadata"].get("resourceVersion")):
+            return  # the echo of our own status write: the reconcile that wrote it saw everything else
+        self.queue.add(key)
 
     def _job_deleted(self, job: Mapping[str, Any]) -> None:
         key = object_key(job)
@@ -196,8 +203,8 @@ class Controller:
         self._enqueue_batched(key)
 
     def _pod_updated(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
-        if old is new or podstate.same_projection(old, new):
-            return  # a resync, or a change to fields the controller does not keep
+        if old is new or podstate.same_projection(old, new) or podstate.only_bound(old, new):
+            return  # a resync, a change to fields the controller does not keep, or a binding
         key = self._owner_key(new)
         if key is None:
             return

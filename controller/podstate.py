@@ -83,6 +83,16 @@ def same_projection(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     return all(old_meta.get(k) == new_meta.get(k) for k in keys)
 
 
+def only_bound(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Whether the update just bound the pod to a node (the scheduler's write; its PodScheduled
+    condition is not kept). The planner reads `spec.nodeName` only of terminating pods (stuck on a
+    lost node), and a terminating pod is never bound, so such an update cannot change a plan."""
+    if node_name(old) or not node_name(new) or is_terminating(new):
+        return False
+    unbound = {**new, "spec": {k: v for k, v in (new.get("spec") or {}).items() if k != "nodeName"}}
+    return same_projection(old, unbound)
+
+
 def is_urgent_change(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     """Updates that can start a repair or end the job (deletion begun, a terminal phase, a
     disruption): handled at once. Others (scheduled, started, a container restart) may wait for

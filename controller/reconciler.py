@@ -396,6 +396,13 @@ class Reconciler:
         with self._written_lock:
             self._written[key] = _Written(cache_version, fresh)
 
+    def wrote(self, key: str, resource_version: str | None) -> bool:
+        """Whether this version of the job is the one our last status write produced."""
+        with self._written_lock:
+            written = self._written.get(key)
+        return (resource_version is not None and written is not None
+                and written.job["metadata"].get("resourceVersion") == resource_version)
+
     def _forget_written(self, key: str) -> None:
         with self._written_lock:
             self._written.pop(key, None)

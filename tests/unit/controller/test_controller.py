@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import time
 from typing import Any
 from unittest.mock import Mock
@@ -139,4 +140,42 @@ def test_node_turning_not_ready_enqueues_jobs_with_pods_there(kube: Mock) -> Non
     ready = {"metadata": {"name": "n1"}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
     not_ready = {"metadata": {"name": "n1"}, "status": {"conditions": [{"type": "Ready", "status": "False"}]}}
     controller._node_updated(ready, not_ready)
+    assert drain(controller) == ["ns/j"]
+
+
+def test_pod_being_bound_to_a_node_enqueues_nothing(kube: Mock) -> None:
+    clock = FakeClock()
+    controller = Controller(kube, pod_batch_period=0.5, queue_clock=clock)
+    pending = running("j-worker-0", "uid-1")
+    pending["status"] = {"phase": "Pending"}
+    pending["spec"] = {"containers": [{"name": "tensorflow"}]}
+    bound = copy.deepcopy(pending)
+    bound["metadata"]["resourceVersion"] = "2"
+    bound["spec"]["nodeName"] = "n1"
+    controller._pod_updated(pending, bound)
+    assert settled(controller, clock, 1) == []
+    started = copy.deepcopy(bound)
+    started["status"] = {"phase": "Running"}
+    controller._pod_updated(bound, started)
+    assert settled(controller, clock, 1) == ["ns/j"]
+
+
+def a_job(resource_version: str) -> dict[str, Any]:
+    return {"apiVersion": "kubeflow.org/v1", "kind": "TensorFlowJob",
+            "metadata": {"name": "j", "namespace": "ns", "uid": "uid-1", "resourceVersion": resource_version},
+            "spec": {"worker": {"replicas": 1, "template": {"spec": {"containers": [{"name": "tensorflow",
+                                                                                      "image": "tf"}]}}}}}
+
+
+def test_the_echo_of_our_own_status_write_enqueues_nothing_but_any_other_update_does(kube: Mock) -> None:
+    kube.create.side_effect = lambda path, body, **_: body
+    kube.patch.side_effect = lambda path, body, **_: {**a_job("11"), "status": body["status"]}
+    controller = Controller(kube, use_kueue=False)
+    controller.jobs.store.add(a_job("10"))
+    controller.reconciler.reconcile("ns/j")
+    assert kube.patch.called
+    echo = {**a_job("11"), "status": kube.patch.call_args.args[1]["status"]}
+    controller._job_updated(a_job("10"), echo)
+    assert drain(controller) == []
+    controller._job_updated(echo, {**echo, "metadata": {**echo["metadata"], "resourceVersion": "12"}})
     assert drain(controller) == ["ns/j"]
