@@ -27,11 +27,16 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import importlib
+import importlib.util
 import json
+import os
 import re
 import socket
+import sys
 import threading
 import time
+import types
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from types import SimpleNamespace
@@ -51,12 +56,6 @@ def _import_client_core() -> tuple[Any, Any]:
     empty packages pointing at the real directories, and only the needed submodules are executed.
     `kubernetes.client.models` stays an empty package until `decode_as_model` (benchmarks) fills it.
     """
-    import importlib
-    import importlib.util
-    import os
-    import sys
-    import types
-
     if "kubernetes.client.api" not in sys.modules:  # the full package has not been imported
         spec = importlib.util.find_spec("kubernetes")
         if spec is None or spec.origin is None:
@@ -1020,9 +1019,6 @@ def decode_as_model(raw_json: bytes | str, model: str) -> Any:
 
 def _load_models() -> None:
     """Fill the empty `kubernetes.client.models` package left by `_import_client_core` (once)."""
-    import importlib
-    import sys
-
     models = sys.modules.get("kubernetes.client.models")
     if models is not None and hasattr(models, "V1Pod"):
         return

@@ -184,7 +184,7 @@ class Reconciler:
                 problems.append(self._name_conflict(plan, job, "Service", name))
             plan.create_service = None
         service_created = None
-        if not foreign_service and plan.create_service is not None:
+        if plan.create_service is not None:  # (None when a foreign Service holds the name)
             # Alongside the first pod batch rather than before it: one round trip less per new job.
             service_created = self._pool.submit(self._create_service, plan, job, plan.create_service, outcome)
         if plan.create_pods:
