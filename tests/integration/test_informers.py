@@ -383,14 +383,22 @@ def test_tfjob_informer_follows_custom_resources_through_the_custom_objects_path
     stop_after.append(factory)
     jobs = factory.tfjobs()
     recorder = Recorder().attach(jobs)
+    # The session's operator (tests/integration/controller) watches every namespace and moves the
+    # job on to Running at its own pace, so the cache's *latest* state is not ours to predict: look
+    # for the version our own status write produced among everything the handlers received.
+    delivered: dict[str, Obj] = {}
+    jobs.add_event_handler(on_add=lambda obj: delivered.setdefault(obj["metadata"]["resourceVersion"], obj),
+                           on_update=lambda _old, new: delivered.setdefault(new["metadata"]["resourceVersion"], new))
     factory.start()
     assert factory.wait_for_sync(30)
     manifest = yaml.safe_load(EXAMPLE_JOB.read_text())
     manifest["metadata"] = {"name": "mnist", "namespace": namespace}
     collection = resource_path("kubeflow.org", "v1", "tensorflowjobs", namespace)
     created = kube.create(collection, manifest)
-    kube.patch(f"{collection}/mnist/status", {"status": {"state": "Created"}})
-    eventually(lambda: (jobs.get(f"{namespace}/mnist") or {}).get("status", {}).get("state") == "Created", 30, "the status")
+    written = kube.patch(f"{collection}/mnist/status", {"status": {"state": "Created"}})
+    version = written["metadata"]["resourceVersion"]
+    eventually(lambda: version in delivered, 30, "the status write to reach the handlers")
+    assert delivered[version]["status"]["state"] == "Created"
     cached = jobs.get(f"{namespace}/mnist")
     assert cached is not None and (cached["kind"], cached["apiVersion"]) == ("TensorFlowJob", "kubeflow.org/v1")
     assert "managedFields" not in cached["metadata"]
