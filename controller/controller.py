@@ -335,6 +335,7 @@ class Controller:
                                         or outcome.job_deleted):
                 log.info("reconciled", job=key, duration_ms=round(seconds * 1000, 1), created=len(outcome.created),
                          deleted=len(outcome.deleted), status_written=outcome.status_written,
+                         status_deferred=outcome.status_deferred,
                          job_deleted=outcome.job_deleted, requeue_after=outcome.requeue_after)
             elif outcome is not None:
                 log.debug("reconciled", job=key, duration_ms=round(seconds * 1000, 1), actions=0)

@@ -9,7 +9,11 @@
   batches (1, 2, 4, ...) like
   client-go's, so a systematic error (quota, invalid template) costs a few calls, not hundreds;
 * then the status through the status subresource, only when it changed, as a merge patch guarded
-  by the resourceVersion it was computed from;
+  by the resourceVersion it was computed from -- except right after a pass that only created pods:
+  their own ADDED events bring the next reconcile within the pod batch period, and that one writes
+  the status (planned from the unwritten one, so its timestamps stand). In a burst this keeps the
+  status writes off the creation path, and when the pods run by then, "Created" and "Running" go
+  out as one write. The unwritten status lives only in memory: lost in a crash, it is recomputed;
 * then events, and the job's own deletion when its TTL expired.
 
 What only the API server can tell is folded back into the status here: a template it rejects
@@ -76,6 +80,7 @@ class Outcome:
     created: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     status_written: bool = False
+    status_deferred: bool = False  # left for the reconcile the created pods' events bring
     job_deleted: bool = False
     errors: list[str] = field(default_factory=list)
     retry_after: float | None = None  # the longest Retry-After among the errors
@@ -89,6 +94,14 @@ class Outcome:
 class _Written:
     base_resource_version: str
     job: Mapping[str, Any]
+
+
+@dataclass
+class _Deferred:
+    """A status computed but not written, valid while the job is still at `resource_version`."""
+
+    resource_version: str
+    status: dict[str, Any]
 
 
 def _count_created_as_active(plan: Plan, created: set[str]) -> None:
@@ -134,6 +147,7 @@ class Reconciler:
         self.clock = clock
         self._pool = ThreadPoolExecutor(max_workers=create_parallelism, thread_name_prefix="create")
         self._written: dict[str, _Written] = {}
+        self._deferred: dict[str, _Deferred] = {}
         self._written_lock = threading.Lock()
 
     def close(self) -> None:
@@ -158,11 +172,15 @@ class Reconciler:
         service = self.caches.get_service(namespace, name)
         # A same-named Service that is not ours is never created over and never deleted.
         foreign_service = service is not None and not owned_by(service, uid)
+        # Plan from the status the last pass left unwritten, if any; write (below) against `job`,
+        # which holds what the server has.
+        deferred = self._take_deferred(key, job)
+        planned = job if deferred is None else {**job, "status": deferred}
         decision = None
-        if self.kueue_gate is not None and kueue.is_queued(job):
-            decision = self.kueue_gate.before_plan(job)
+        if self.kueue_gate is not None and kueue.is_queued(planned):
+            decision = self.kueue_gate.before_plan(planned)
         plan = plan_job(
-            decision.job if decision else job, pods, None if foreign_service else service,
+            decision.job if decision else planned, pods, None if foreign_service else service,
             now=self.clock(), node_ready=self.caches.node_ready,
             pending_deletes=self.expectations.pending_deletions(key), cluster_domain=self.cluster_domain,
             gate=decision.gate if decision else None,
@@ -192,7 +210,10 @@ class Reconciler:
             _count_created_as_active(plan, pending_creates | set(outcome.created))
         if service_created is not None:
             problems += service_created.result()
-        if self._write_status(key, job, plan.status, cache_version) is not None:
+        if self._may_defer_status(plan, outcome, problems):
+            self._defer(key, job, plan.status)
+            outcome.status_deferred = True
+        elif self._write_status(key, job, plan.status, cache_version) is not None:
             outcome.status_written = True
         if decision is not None and self.kueue_gate is not None:
             holding = sum(1 for p in pods if podstate.phase(p) in ("Pending", "Running", "Unknown"))
@@ -406,6 +427,29 @@ class Reconciler:
     def _forget_written(self, key: str) -> None:
         with self._written_lock:
             self._written.pop(key, None)
+            self._deferred.pop(key, None)
+
+    @staticmethod
+    def _may_defer_status(plan: Plan, outcome: Outcome, problems: list[str]) -> bool:
+        """Whether this pass's status can wait for the next reconcile: only when the pass did
+        nothing but create, and at least one pod, whose ADDED event is sure to bring that reconcile
+        (the informer delivers it, or a relist does). Failures, deletions and finished jobs are
+        written at once."""
+        created_pods = any(not name.startswith("service/") for name in outcome.created)
+        return created_pods and not problems and not outcome.deleted and not plan.delete_job
+
+    def _defer(self, key: str, job: Mapping[str, Any], status: dict[str, Any]) -> None:
+        with self._written_lock:
+            self._deferred[key] = _Deferred(str(job["metadata"].get("resourceVersion")), status)
+
+    def _take_deferred(self, key: str, job: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The status the last pass deferred, if the job has not changed since (a changed job is
+        planned afresh from the server's status, as after a restart)."""
+        with self._written_lock:
+            deferred = self._deferred.pop(key, None)
+        if deferred is None or deferred.resource_version != str(job["metadata"].get("resourceVersion")):
+            return None
+        return deferred.status
 
     def _write_status(self, key: str, job: Mapping[str, Any], status: dict[str, Any],
                       cache_version: str | None = None) -> Mapping[str, Any] | None:

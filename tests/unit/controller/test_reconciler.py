@@ -74,18 +74,56 @@ def reconciler(kube: Mock, caches: FakeCaches, now: datetime = NOW) -> Reconcile
     return Reconciler(kube, caches, clock=lambda: now, create_parallelism=4)
 
 
-def test_new_job_creates_service_and_pods_then_writes_status(kube: Mock) -> None:
+def test_new_job_creates_service_and_pods_and_leaves_the_status_to_the_next_reconcile(kube: Mock) -> None:
     outcome = reconciler(kube, FakeCaches(make_job(workers=3))).reconcile("ns/j")
     calls = kube.create.call_args_list
     [service_call] = [c for c in calls if c.args[0] == "/api/v1/namespaces/ns/services"]
     pod_calls = [c for c in calls if c is not service_call]
     assert sorted(c.args[1]["metadata"]["name"] for c in pod_calls) == ["j-worker-0", "j-worker-1", "j-worker-2"]
     assert all(c.args[0] == "/api/v1/namespaces/ns/pods" for c in pod_calls)
+    assert not kube.patch.called
+    assert outcome.status_deferred and not outcome.status_written and len(outcome.created) == 4
+
+
+def test_the_reconcile_after_the_creates_writes_the_deferred_status_with_its_first_timestamps(kube: Mock) -> None:
+    clock = [NOW]
+    caches = FakeCaches(make_job(workers=3))
+    rec = Reconciler(kube, caches, clock=lambda: clock[0], create_parallelism=4)
+    rec.reconcile("ns/j")
+    clock[0] = NOW + timedelta(seconds=2)
+    caches.service = owned_service(make_job(workers=3))
+    outcome = rec.reconcile("ns/j")  # brought by the pods' ADDED events (still pending in the cache)
     path, body = kube.patch.call_args.args
     assert path == JOB_PATH + "/status"
     assert body["metadata"] == {"resourceVersion": "10"}
     assert body["status"]["startTime"] == format_time(NOW)
-    assert outcome.status_written and len(outcome.created) == 4
+    created = next(c for c in body["status"]["conditions"] if c["type"] == "Created")
+    assert created["lastTransitionTime"] == format_time(NOW)
+    assert body["status"]["replicaStatuses"]["worker"]["active"] == 3
+    assert outcome.status_written and kube.create.call_count == 4
+
+
+def test_a_deferred_status_is_planned_afresh_when_the_job_changed_meanwhile(kube: Mock) -> None:
+    clock = [NOW]
+    caches = FakeCaches(make_job(workers=1))
+    rec = Reconciler(kube, caches, clock=lambda: clock[0], create_parallelism=4)
+    rec.reconcile("ns/j")
+    clock[0] = NOW + timedelta(seconds=2)
+    caches.job = {**make_job(workers=1), "metadata": {**make_job()["metadata"], "resourceVersion": "12"}}
+    rec.reconcile("ns/j")
+    assert kube.patch.call_args.args[1]["status"]["startTime"] == format_time(clock[0])
+
+
+def test_a_failed_create_writes_the_status_at_once(kube: Mock) -> None:
+    def create(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        if body["metadata"]["name"] == "j-worker-1":
+            raise ApiError(403, "Forbidden", 'exceeded quota: "compute"')
+        return body
+
+    kube.create.side_effect = create
+    with pytest.raises(RequeueError):
+        reconciler(kube, FakeCaches(make_job(workers=2))).reconcile("ns/j")
+    assert kube.patch.call_args.args[0] == JOB_PATH + "/status"
 
 
 def test_service_is_created_alongside_the_first_pod_batch_not_before_it(kube: Mock) -> None:
@@ -231,7 +269,9 @@ def test_resume_sends_null_to_clear_start_time(kube: Mock) -> None:
     job["status"] = {"startTime": "2026-01-01T00:00:00Z", "completionTime": "2026-01-01T00:00:00Z",
                      "conditions": [{"type": "Suspended", "status": "True", "reason": "Suspended", "message": "",
                                      "lastTransitionTime": "x", "lastUpdateTime": "x"}]}
-    reconciler(kube, FakeCaches(copy.deepcopy(job))).reconcile("ns/j")
+    rec = reconciler(kube, FakeCaches(copy.deepcopy(job)))
+    rec.reconcile("ns/j")  # creates the pod
+    rec.reconcile("ns/j")  # writes the status
     status_patch = kube.patch.call_args.args[1]["status"]
     assert status_patch["startTime"] == format_time(NOW)
     assert status_patch["completionTime"] is None
@@ -278,7 +318,9 @@ def test_service_already_ours_but_missing_from_the_cache_is_not_a_conflict(kube:
     kube.create.side_effect = create
     kube.get.return_value = owned_service(job) | {"metadata": {**owned_service(job)["metadata"]}}
     kube.get.return_value["metadata"]["ownerReferences"][0]["uid"] = "job-uid"
-    reconciler(kube, FakeCaches(job)).reconcile("ns/j")
+    rec = reconciler(kube, FakeCaches(job))
+    rec.reconcile("ns/j")
+    rec.reconcile("ns/j")
     conditions = kube.patch.call_args.args[1]["status"]["conditions"]
     assert all(c.get("reason") != "NameConflict" for c in conditions)
 
@@ -349,6 +391,7 @@ def test_pods_just_created_count_as_active_so_their_arrival_in_the_cache_writes_
     caches = FakeCaches(job)
     rec = reconciler(kube, caches)
     rec.reconcile("ns/j")
+    rec.reconcile("ns/j")  # before the ADDED events arrive
     assert kube.patch.call_args.args[1]["status"]["replicaStatuses"]["worker"]["active"] == 2
     caches.service = owned_service(job)
     caches.pods = [{**pod, "status": {"phase": "Pending"}} for pod in running_pods(job)]

@@ -174,7 +174,9 @@ def test_a_retry_after_the_reconcile_could_not_wait_out_is_honoured_by_the_reque
     controller.queue = queue
     controller.reconciler = Reconciler(kube, _Caches(job), clock=lambda: NOW, create_parallelism=2)  # type: ignore[arg-type]
     try:
-        controller._process("ns/j")
+        controller._process("ns/j")  # creates the pod; its status waits for the next reconcile
+        assert kube.patch.call_count == 0 and not queue.delays
+        controller._process("ns/j")  # the one the pod's ADDED event brings: writes the status
     finally:
         queue.shut_down()
         controller.reconciler.close()
