@@ -163,7 +163,7 @@ class Controller:
                                     on_delete=self._job_deleted)
         self.pods.add_event_handler(on_add=self._pod_added, on_update=self._pod_updated,
                                     on_delete=self._child_deleted)
-        self.services.add_event_handler(on_add=self._child_added, on_update=self._child_updated,
+        self.services.add_event_handler(on_add=self._service_added, on_update=self._child_updated,
                                         on_delete=self._child_deleted)
         if self.nodes is not None:
             self.nodes.add_event_handler(on_update=self._node_updated, on_delete=self._node_gone)
@@ -220,6 +220,13 @@ class Controller:
         and every event of the job within it is folded into one reconcile (the delaying queue keeps
         one entry per key). Deletions and urgent updates go straight in."""
         self.queue.add_after(key, self.pod_batch_period)
+
+    def _service_added(self, service: Mapping[str, Any]) -> None:
+        """A job's Service arriving is routine (almost always the one its reconcile just created):
+        it joins the pods' batch instead of costing a reconcile of its own."""
+        key = self._owner_key(service)
+        if key is not None:
+            self._enqueue_batched(key)
 
     def _child_added(self, obj: Mapping[str, Any]) -> None:
         key = self._owner_key(obj)

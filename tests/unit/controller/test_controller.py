@@ -82,6 +82,15 @@ def test_a_jobs_pod_events_within_the_batch_period_fold_into_one_reconcile(kube:
     assert settled(controller, clock, 0.5) == ["ns/j"]
 
 
+def test_the_jobs_service_arriving_joins_its_pods_batch(kube: Mock) -> None:
+    clock = FakeClock()
+    controller = Controller(kube, pod_batch_period=0.5, queue_clock=clock)
+    controller._pod_added(pod("j-worker-0", "uid-1"))
+    controller._service_added(pod("j", "uid-1"))  # same owner metadata; a Service's shape does not matter here
+    assert drain(controller) == []
+    assert settled(controller, clock, 0.5) == ["ns/j"]
+
+
 def test_pod_deletion_starting_enqueues_its_job_at_once(kube: Mock) -> None:
     controller = Controller(kube, pod_batch_period=60)
     controller.expectations.expect_deletions("ns/j", ["p-j-worker-0"])
