@@ -159,7 +159,7 @@ class Reconciler:
         cached = self.caches.get_job(key)
         if cached is None:
             self.expectations.forget(key)
-            self._forget_written(key)
+            self._forget_job(key)
             return Outcome()
         job = apply_defaults(self._freshest(key, cached))
         if job["metadata"].get("deletionTimestamp"):
@@ -425,6 +425,11 @@ class Reconciler:
                 and written.job["metadata"].get("resourceVersion") == resource_version)
 
     def _forget_written(self, key: str) -> None:
+        with self._written_lock:
+            self._written.pop(key, None)
+
+    def _forget_job(self, key: str) -> None:
+        """The job is gone: drop what this reconciler remembers of it."""
         with self._written_lock:
             self._written.pop(key, None)
             self._deferred.pop(key, None)
