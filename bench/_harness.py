@@ -30,7 +30,6 @@ import platform
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -45,6 +44,7 @@ from typing import Any, TypeVar
 
 from controller.kube import ApiError, Kube, resource_path
 from devcluster.cluster import Cluster, ClusterError
+from devcluster.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -415,12 +415,6 @@ def submit_jobs(kube: Kube, bodies: Sequence[dict[str, Any]], threads: int = 16)
 
 
 # --- the operator -------------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class OperatorProcess:

@@ -23,7 +23,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from .api import ApiClient, ApiError, etcd_call, probe_https
 from .binaries import find_bin_dir
 from .components import COMPONENTS, KWOK_NODE_ANNOTATION, SERVICE_IP, canonical, command, write_kwok_config
 from .pki import CLIENTS, make_pki, write_kubeconfig
+from .ports import free_ports
 from .state import ClusterState, Layout, default_dir
 
 NOT_READY_LABEL = "node-not-ready.stage.kwok.x-k8s.io"
@@ -53,20 +54,6 @@ class KubectlError(subprocess.CalledProcessError):
     def __str__(self) -> str:
         args = [str(a) for a in self.cmd[1:] if not str(a).startswith(("--kubeconfig=", "--cache-dir="))]
         return f"kubectl {' '.join(args)} exited {self.returncode}: {(self.stderr or '').strip()}"
-
-
-def free_ports(names: Sequence[str]) -> dict[str, int]:
-    """Distinct free TCP ports on 127.0.0.1, one per name (all probed at once, so no duplicates)."""
-    sockets = []
-    try:
-        for _ in names:
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("127.0.0.1", 0))
-            sockets.append(s)
-        return {name: s.getsockname()[1] for name, s in zip(names, sockets, strict=True)}
-    finally:
-        for s in sockets:
-            s.close()
 
 
 def advertise_address() -> str:

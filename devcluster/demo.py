@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -34,6 +33,7 @@ import yaml
 from .api import ApiError
 from .cluster import Cluster, ClusterError
 from .components import COMPONENTS
+from .ports import free_port
 from .state import default_dir
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,12 +47,6 @@ POLL_SECONDS = 0.5
 
 class DemoError(RuntimeError):
     """A step of the demo failed; the message says which and what to look at."""
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def human_age(seconds: float) -> str:

@@ -51,7 +51,8 @@ import yaml
 from . import processes
 from .api import ApiError
 from .binaries import BUILD_SCRIPT, read_versions
-from .cluster import Cluster, free_ports
+from .cluster import Cluster
+from .ports import free_ports
 
 BINARY = "kueue"
 """The manager's file name in the Kueue folder (what `build-binaries.sh kueue` installs)."""

@@ -11,7 +11,6 @@ import json
 import os
 import pathlib
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,16 +21,11 @@ from typing import Any
 import pytest
 
 from controller.kube import ApiError, Kube, resource_path
+from devcluster.ports import free_port
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 CRD = ROOT / "manifests" / "crd.yaml"
 LOG_DIR = pathlib.Path(os.environ.get("TFJOB_TEST_LOG_DIR", "/tmp/tfjob-operator-test-logs"))
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.1) -> Any:
