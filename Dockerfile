@@ -50,6 +50,7 @@ websocket-client==1.9.2
 yarl==1.25.1
 CONSTRAINTS
 COPY setup.cfg pyproject.toml README.md ./
+COPY kube/ kube/
 COPY controller/ controller/
 COPY informers/ informers/
 COPY workqueue/ workqueue/

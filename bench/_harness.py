@@ -11,7 +11,7 @@ Live pieces:
 
 * `fresh_cluster()`: a devcluster in a temporary folder with the CRD installed (Established), torn
   down afterwards; one per measurement, so every scenario starts from an empty etcd;
-* `OperatorProcess`: `python -m controller.cli run ...` as a subprocess, with its RSS and CPU from
+* `OperatorProcess`: `python -m controller.process.cli run ...` as a subprocess, with its RSS and CPU from
   /proc, its /readyz and /metrics; optionally under the sampling profiler (bench/_sampler.py);
 * `Recorder`: lists and watches one collection in a thread of the benchmark process and records the
   monotonic time every object was first seen, became Running, was deleted, so all latencies come
@@ -42,9 +42,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from controller.kube import ApiError, Kube, resource_path
 from devcluster.cluster import Cluster, ClusterError
 from devcluster.ports import free_port
+from kube import ApiError, Kube, resource_path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -57,7 +57,7 @@ TEMPLATE: dict[str, Any] = {"spec": {"containers": [{"name": "tensorflow", "imag
 
 # Write verbs as the API server labels them in apiserver_request_total.
 APISERVER_WRITE_VERBS = frozenset({"POST", "PUT", "PATCH", "DELETE", "DELETECOLLECTION", "APPLY"})
-# Write verbs as controller.kube labels them in tfjob_api_requests_total.
+# Write verbs as kube labels them in tfjob_api_requests_total.
 OPERATOR_WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 # What only the operator writes in a benchmark cluster: its pods (not pods/status, KWOK's, nor
 # pods/binding, the scheduler's), services, the tensorflowjobs status and core/v1 events (the
@@ -418,7 +418,7 @@ def submit_jobs(kube: Kube, bodies: Sequence[dict[str, Any]], threads: int = 16)
 
 
 class OperatorProcess:
-    """`python -m controller.cli run` against a kubeconfig; the pattern of the integration fixture.
+    """`python -m controller.process.cli run` against a kubeconfig; the pattern of the integration fixture.
 
     With `profile_dir`, the operator runs under bench/_sampler.py, which writes its stack samples
     (folded, for flame graphs) and a summary there when the process exits.
@@ -429,7 +429,7 @@ class OperatorProcess:
         self.metrics_port = free_port()
         self.health_port = free_port()
         self.log_path = log_path
-        entry = ["-m", "controller.cli"]
+        entry = ["-m", "controller.process.cli"]
         if profile_dir is not None:
             profile_dir.mkdir(parents=True, exist_ok=True)
             entry = ["-m", "bench._sampler", str(profile_dir / profile_name), "--", *entry]

@@ -9,7 +9,7 @@ Two questions, both answered against a baseline measured in the same run:
    the whole informer path (decode + slim + store + indexers + a handler that enqueues a key), and
    decoding into client models the way `kubernetes.watch.Watch` does (`json.loads`, then
    `json.dumps` of the object and `ApiClient.deserialize` into `V1Pod`, through
-   `controller.kube.decode_as_model`, so this file never imports `kubernetes`).
+   `bench._typed_models.decode_as_model`).
 
 The pods are generated locally and look like the TF worker pods the controller creates, as the API
 server returns them from a KWOK node: labels, owner reference, TF_CONFIG, the service-account token
@@ -29,11 +29,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from controller import podstate
-from controller.kube import decode_as_model
+from controller.job import podstate
 from informers.informer import SharedInformer
 from informers.store import Store
 from informers.testing import FakeListerWatcher
+from bench._typed_models import decode_as_model
 
 PODS = 2_000
 EVENTS = 3_000

@@ -2,12 +2,12 @@
 
 Every measurement starts a fresh devcluster (etcd, kube-apiserver, controller-manager, scheduler,
 KWOK with 20 nodes x 600 pods; see `_harness.fresh_cluster`) and runs the operator as a subprocess
-(`python -m controller.cli run ...`). All times come from watches in this process (one monotonic
+(`python -m controller.process.cli run ...`). All times come from watches in this process (one monotonic
 clock), never from `creationTimestamp`. Ratios are against baselines measured in the same run:
 
-* **B0 ceiling** — no operator: a plain raw-JSON client (`controller.kube.Kube`, no client-side
+* **B0 ceiling** — no operator: a plain raw-JSON client (`kube.Kube`, no client-side
   QPS limit) creates the very Services and Pods the operator would create (built by
-  `controller.builders` for real TensorFlowJobs) at concurrency 1, 4, 16, 64. The best objects/s
+  `controller.job.builders` for real TensorFlowJobs) at concurrency 1, 4, 16, 64. The best objects/s
   (time until the watch has seen every object) is the ceiling; the time until every pod is Running
   (scheduler + KWOK) is the Running baseline.
 * **B1 burst** — N jobs of 1 ps + 4 workers submitted at once: time from the first submit until every
@@ -87,9 +87,9 @@ from bench._harness import (
 from bench._harness import (
     fresh_cluster as _fresh_cluster,
 )
-from controller.builders import build_pods, build_service
-from controller.defaults import apply_defaults
-from controller.kube import ApiError, Kube, resource_path
+from controller.job.builders import build_pods, build_service
+from controller.job.defaults import apply_defaults
+from kube import ApiError, Kube, resource_path
 
 SCENARIOS = ("b0", "b1", "b2", "b3", "b4", "b5", "b6")
 DEFAULT_OPERATOR_ARGS = "--workers 32 --qps 500 --burst 1000"

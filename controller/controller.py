@@ -23,18 +23,19 @@ from typing import Any
 
 import structlog
 
-from controller import kueue, podstate
 from controller.events import EventRecorder
 from controller.expectations import Expectations
-from controller.kube import ApiError, Kube, resource_path
-from controller.labels import GROUP, JOB_NAME_LABEL, KIND, PLURAL, VERSION
+from controller.job import podstate
+from controller.job.labels import GROUP, JOB_NAME_LABEL, KIND, PLURAL, VERSION
+from controller.job.timeutil import utcnow
+from controller.kueue import protocol as kueue
+from controller.kueue.gate import KueueGate
 from controller.metrics import ControllerMetrics
-from controller.queueing import KueueGate
 from controller.reconciler import Reconciler, RequeueError
-from controller.timeutil import utcnow
 from informers.informer import SharedInformer
 from informers.listwatch import PathListerWatcher
 from informers.store import CONTROLLER_UID_INDEX, Store, controller_of, default_indexers, object_key
+from kube import ApiError, Kube, resource_path
 from workqueue import RateLimitingQueue, default_controller_rate_limiter
 from workqueue.clock import Clock
 from workqueue.metrics import MetricsProvider

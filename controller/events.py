@@ -18,7 +18,7 @@ from typing import Any
 
 import structlog
 
-from controller.timeutil import format_time, utcnow
+from controller.job.timeutil import format_time, utcnow
 
 log = structlog.get_logger(__name__)
 

@@ -1,7 +1,7 @@
 """Carry out one job's plan against the API server: the only place the controller writes.
 
 `Reconciler.reconcile(key)` reads the job, its pods and Service from the informer caches, asks
-`controller.plan.plan_job` what to do, and does it:
+`controller.job.plan.plan_job` what to do, and does it:
 
 * deletes first (UID preconditions, so a recreated pod of the same name is never hit; 404 and a
   UID mismatch both mean "already gone"), with expectations raised before the call;
@@ -34,19 +34,20 @@ from typing import Any, Protocol
 
 import structlog
 
-from controller import conditions as cond
-from controller import kueue, podstate
-from controller.defaults import apply_defaults
 from controller.events import EventRecorder
 from controller.expectations import Expectations
-from controller.kube import ApiError, Kube, resource_path
-from controller.labels import GROUP, PLURAL, REPLICA_TYPE_LABEL, VERSION
-from controller.mergepatch import merge_patch
+from controller.job import conditions as cond
+from controller.job import podstate
+from controller.job.defaults import apply_defaults
+from controller.job.labels import GROUP, PLURAL, REPLICA_TYPE_LABEL, VERSION
+from controller.job.mergepatch import merge_patch
+from controller.job.plan import Event, Plan, PodDeletion, plan_job
+from controller.job.timeutil import format_time, utcnow
+from controller.kueue import protocol as kueue
+from controller.kueue.gate import KueueGate
 from controller.metrics import ControllerMetrics
-from controller.plan import Event, Plan, PodDeletion, plan_job
-from controller.queueing import KueueGate
-from controller.retry import retry_transient
-from controller.timeutil import format_time, utcnow
+from kube import ApiError, Kube, resource_path
+from kube.retry import retry_transient
 
 log = structlog.get_logger(__name__)
 

@@ -1,6 +1,6 @@
 """A tiny JSON-over-HTTPS client for the devcluster's own API calls (health, nodes, leases).
 
-The project lets exactly one module (controller/kube.py) import the `kubernetes` package, so
+The project lets exactly one module (kube/client.py) import the `kubernetes` package, so
 the devcluster talks to the API server with the standard library. It needs only a handful of
 calls, all of them simple: GET/POST/PATCH/DELETE a path with a JSON body, authenticated by the
 admin client certificate. Proxies from the environment are ignored: the cluster is local.

@@ -163,7 +163,7 @@ class Demo:
     def start_operator(self) -> None:
         self.say("Starting the operator out of cluster (tfjob-operator run --kubeconfig ...) ...")
         self.ensure_namespace()
-        command = [sys.executable, "-m", "controller.cli", "run", "--kubeconfig", str(self.cluster.kubeconfig),
+        command = [sys.executable, "-m", "controller.process.cli", "run", "--kubeconfig", str(self.cluster.kubeconfig),
                    "--metrics-addr", f"127.0.0.1:{self.metrics_port}",
                    "--health-addr", f"127.0.0.1:{self.health_port}",
                    "--log-format", "json", "--leader-elect", "--leader-election-namespace", self.namespace]

@@ -3,7 +3,7 @@
 `Store` (store.py) is the indexed cache, `Reflector` (reflector.py) the list/watch loop of one
 collection, `SharedInformer` (informer.py) ties reflectors, a store and event handlers together,
 `InformerFactory` (factory.py) builds the controller's informers. Everything works on raw JSON dicts;
-API access goes through `controller.kube` only.
+API access goes through `kube` only.
 """
 
 from informers.backoff import Backoff

@@ -6,7 +6,7 @@ every pod in the cluster), and Nodes (cluster-scoped, to notice pods stuck on lo
 `for_resource()` builds an informer for anything else. With a namespace list, each namespaced
 informer gets one reflector per namespace, all filling one store.
 
-The factory talks to the API only through the client passed in (a `controller.kube.Kube`, or any
+The factory talks to the API only through the client passed in (a `kube.Kube`, or any
 object with its `list`/`watch` methods), so it never imports `kubernetes` itself.
 """
 
@@ -17,9 +17,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from controller.kube import resource_path
 from informers.informer import SharedInformer
 from informers.listwatch import ListerWatcher, ListWatchClient, PathListerWatcher
+from kube import resource_path
 
 __all__ = [
     "JOB_NAME_LABEL",

@@ -1,9 +1,9 @@
-"""The list/watch source of a reflector, as a protocol, and its implementation on `controller.kube`.
+"""The list/watch source of a reflector, as a protocol, and its implementation on `kube`.
 
 The reflector only needs two calls: list one page, and open one watch. Putting them behind a small
 protocol (`ListerWatcher`) keeps the reflector's state machine independent of HTTP: unit tests
 script fake pages and fake event streams, and the real implementation (`PathListerWatcher`) is a
-thin adapter over any client with `list(path, **query)` and `watch(path, ...)` (`controller.kube.Kube`).
+thin adapter over any client with `list(path, **query)` and `watch(path, ...)` (`kube.Kube`).
 
 A `ListerWatcher` also says which namespace it covers (`namespace`, None for all), so a relist
 replaces only that part of a store shared by several reflectors.
@@ -28,7 +28,7 @@ class WatchLike(Protocol):
 
 
 class ListerWatcher(Protocol):
-    """Lists and watches one collection. Both calls raise `controller.kube.ApiError` on failure."""
+    """Lists and watches one collection. Both calls raise `kube.ApiError` on failure."""
 
     @property
     def description(self) -> str:
@@ -50,7 +50,7 @@ class ListerWatcher(Protocol):
 
 
 class ListWatchClient(Protocol):
-    """What PathListerWatcher needs from a client (satisfied by `controller.kube.Kube`)."""
+    """What PathListerWatcher needs from a client (satisfied by `kube.Kube`)."""
 
     def list(self, path: str, **query: Any) -> dict[str, Any]: ...
 

@@ -37,10 +37,10 @@ from typing import Any, Protocol
 
 import structlog
 
-from controller.kube import ApiError
 from informers.backoff import Backoff
 from informers.listwatch import ListerWatcher, WatchLike
 from informers.store import KubeObject
+from kube import ApiError
 
 __all__ = ["Reflector", "ReflectorSink"]
 

@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from controller.kube import ApiError
+from kube import ApiError
 
 Obj = dict[str, Any]
 

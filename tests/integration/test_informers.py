@@ -1,4 +1,4 @@
-"""Integration tests of `controller/kube.py` and the informers against the local control plane.
+"""Integration tests of `kube/client.py` and the informers against the local control plane.
 
 Scope: the client boundary on a real API server over TLS (CRUD, UID preconditions, error
 classification, discovery, closing a watch from another thread), and informers that must end with
@@ -22,12 +22,12 @@ from typing import Any
 import pytest
 import yaml
 
-from controller.kube import ApiError, Kube, resource_path
-from controller.retry import retry_transient
 from informers.factory import JOB_NAME_LABEL, InformerFactory
 from informers.informer import SharedInformer
 from informers.listwatch import PathListerWatcher, WatchLike
 from informers.store import DeletedFinalStateUnknown, object_key, slim
+from kube import ApiError, Kube, resource_path
+from kube.retry import retry_transient
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_FILE = ROOT / "manifests" / "crd.yaml"

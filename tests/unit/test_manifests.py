@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from controller.cli import build_parser
+from controller.process.cli import build_parser
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "manifests"

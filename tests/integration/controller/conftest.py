@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from controller.kube import ApiError, Kube, resource_path
 from devcluster.ports import free_port
+from kube import ApiError, Kube, resource_path
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 CRD = ROOT / "manifests" / "crd.yaml"
@@ -48,7 +48,7 @@ class Operator:
         self.metrics_port = free_port()
         self.health_port = free_port()
         self.log_path = LOG_DIR / f"{name}.log"
-        self.args = [sys.executable, "-m", "controller.cli", "run", "--kubeconfig", kubeconfig,
+        self.args = [sys.executable, "-m", "controller.process.cli", "run", "--kubeconfig", kubeconfig,
                      "--metrics-addr", f"127.0.0.1:{self.metrics_port}",
                      "--health-addr", f"127.0.0.1:{self.health_port}",
                      "--log-format", "json", "--resync", "60", *(extra or [])]  # default workers, QPS

@@ -24,9 +24,9 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from controller.kube import ApiError, Kube, resource_path
 from devcluster.cluster import Cluster
 from devcluster.components import COMPONENTS
+from kube import ApiError, Kube, resource_path
 
 from .conftest import ROOT, Operator, TfJobs, role, wait_for
 

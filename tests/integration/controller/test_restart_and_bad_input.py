@@ -6,7 +6,7 @@ import threading
 import time
 from typing import Any
 
-from controller.kube import ApiError, resource_path
+from kube import ApiError, resource_path
 
 
 def test_operator_restarted_while_creating_a_wide_job_makes_each_pod_exactly_once(

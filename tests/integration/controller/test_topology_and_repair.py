@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from controller.kube import resource_path
-from controller.plan import FORCE_DELETE_AFTER
+from controller.job.plan import FORCE_DELETE_AFTER
+from kube import resource_path
 
 
 def tf_configs(tfjobs: Any, job: str) -> dict[str, dict[str, Any]]:

@@ -11,7 +11,7 @@ import pytest
 from pytest_mock import MockerFixture
 
 from controller.controller import Controller
-from controller.kube import Kube
+from kube import Kube
 from workqueue import FakeClock
 
 

@@ -11,11 +11,11 @@ from unittest.mock import Mock
 import pytest
 from pytest_mock import MockerFixture
 
-from controller.builders import build_pods, build_service
-from controller.defaults import apply_defaults
-from controller.kube import ApiError, Kube
+from controller.job.builders import build_pods, build_service
+from controller.job.defaults import apply_defaults
+from controller.job.timeutil import format_time
 from controller.reconciler import STALE_CACHE_WAIT, Reconciler, RequeueError
-from controller.timeutil import format_time
+from kube import ApiError, Kube
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
 LATER = NOW + timedelta(seconds=2)

@@ -16,7 +16,7 @@ Obj = dict[str, Any]
 
 
 class FakeClient:
-    """Records list/watch calls like controller.kube.Kube would receive them; watches idle."""
+    """Records list/watch calls like kube.Kube would receive them; watches idle."""
 
     def __init__(self) -> None:
         self.lists: list[tuple[str, dict[str, Any]]] = []

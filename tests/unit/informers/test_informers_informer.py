@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from controller.kube import ApiError
 from informers.informer import EventHandler, SharedInformer
 from informers.listwatch import ListerWatcher
 from informers.store import CONTROLLER_UID_INDEX, DeletedFinalStateUnknown, Store
@@ -31,6 +30,7 @@ from informers.testing import (
     pod,
     wait_until,
 )
+from kube import ApiError
 
 Obj = dict[str, Any]
 

@@ -12,7 +12,6 @@ import threading
 
 import pytest
 
-from controller.kube import ApiError
 from informers.backoff import Backoff
 from informers.reflector import Reflector
 from informers.testing import (
@@ -29,6 +28,7 @@ from informers.testing import (
     pod,
     wait_until,
 )
+from kube import ApiError
 
 
 def run(lw: FakeListerWatcher, *, time: FakeTime | None = None, **options: object) -> tuple[Reflector, RecordingSink, FakeTime]:

@@ -32,8 +32,8 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from controller.kube import ApiError, Kube, resource_path
-from controller.labels import JOB_NAME_LABEL
+from controller.job.labels import JOB_NAME_LABEL
+from kube import ApiError, Kube, resource_path
 
 from ..conftest import LOG_DIR, Operator, wait_for
 from .watching import JobWatch, PodWatch

@@ -21,7 +21,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from controller.labels import JOB_NAME_LABEL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
+from controller.job.labels import JOB_NAME_LABEL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
 
 ROLES = ("chief", "ps", "worker", "evaluator")
 POLICIES = ("Never", "OnFailure", "Always", "ExitCode")

@@ -29,12 +29,12 @@ import yaml
 from hypothesis import HealthCheck, Phase, example, given, seed, settings
 from hypothesis import strategies as st
 
-from controller import podstate
-from controller.defaults import apply_defaults
-from controller.kube import Kube, resource_path
-from controller.labels import JOB_NAME_LABEL
-from controller.plan import plan_job
-from controller.validation import validate_job
+from controller.job import podstate
+from controller.job.defaults import apply_defaults
+from controller.job.labels import JOB_NAME_LABEL
+from controller.job.plan import plan_job
+from controller.job.validation import validate_job
+from kube import Kube, resource_path
 
 from ..conftest import Operator, TfJobs, wait_for
 from .conftest import SESSION_SEED, Scale, metric_total, until_empty

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from controller.kube import Kube, resource_path
-from controller.labels import REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
+from controller.job.labels import REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
+from kube import Kube, resource_path
 
 from ..conftest import Operator, TfJobs, role, wait_for
 from .conftest import Scale, Supervisor, metric_total, until_empty, wait_cluster_serves_new_namespaces

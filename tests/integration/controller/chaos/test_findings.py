@@ -14,16 +14,16 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from unittest.mock import Mock
 
-from controller.builders import build_pods, build_service
 from controller.controller import Controller
-from controller.defaults import apply_defaults
 from controller.expectations import Expectations
-from controller.kube import ApiError, Kube
-from controller.plan import FORCE_DELETE_AFTER, plan_job
+from controller.job.builders import build_pods, build_service
+from controller.job.defaults import apply_defaults
+from controller.job.plan import FORCE_DELETE_AFTER, plan_job
+from controller.job.timeutil import format_time
 from controller.reconciler import Reconciler, RequeueError
-from controller.timeutil import format_time
 from informers.reflector import Reflector
 from informers.testing import FakeListerWatcher, FakeTime, RecordingSink, page, pod
+from kube import ApiError, Kube
 from workqueue import RateLimitingQueue
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)

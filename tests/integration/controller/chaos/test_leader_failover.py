@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from controller.kube import ApiError, Kube, resource_path
+from kube import ApiError, Kube, resource_path
 
 from ..conftest import Operator, TfJobs, wait_for
 from .conftest import Scale, until_empty, wait_no_leftovers

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from controller.kube import Kube
-from controller.plan import FORCE_DELETE_AFTER
+from controller.job.plan import FORCE_DELETE_AFTER
+from kube import Kube
 
 from ..conftest import Operator, TfJobs, role, wait_for
 from .conftest import Scale, metric_total

@@ -16,8 +16,8 @@ from collections.abc import Callable
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from controller.kube import resource_path
-from controller.labels import REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
+from controller.job.labels import REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
+from kube import resource_path
 
 from ..conftest import Operator, TfJobs, role, wait_for
 from .conftest import Scale, until_empty

@@ -25,12 +25,12 @@ from typing import Any
 
 import pytest
 
-from controller import kueue as kq
-from controller.kube import ApiError, Kube, resource_path
-from controller.timeutil import format_time, utcnow
+from controller.job.timeutil import format_time, utcnow
+from controller.kueue import protocol as kq
 from devcluster.cluster import Cluster
 from devcluster.kueue import Kueue
 from devcluster.waiting import wait_for
+from kube import ApiError, Kube, resource_path
 
 CRD = pathlib.Path(__file__).resolve().parents[4] / "manifests" / "crd.yaml"
 LOG_TAIL_LINES = 40

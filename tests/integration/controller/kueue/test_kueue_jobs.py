@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from controller import kueue as kq
-from controller.kube import resource_path
+from controller.kueue import protocol as kq
+from kube import resource_path
 
 
 @pytest.fixture

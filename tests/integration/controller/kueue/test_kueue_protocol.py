@@ -1,7 +1,7 @@
 """The Workload protocol against a real Kueue: controller/kueue.py's pure functions driven by hand.
 
 These tests play the operator's part step by step (create the Workload, read its admission, clear an
-eviction, finish it) with `controller.kueue` and `controller.kube.Kube`, and let the real Kueue
+eviction, finish it) with `controller.kueue.protocol` and `kube.Kube`, and let the real Kueue
 manager answer. They prove that Kueue runs here and that the functions speak its protocol; the
 end-to-end TensorFlowJob tests come with the reconciler's wiring.
 
@@ -15,10 +15,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from controller import kueue as kq
-from controller.kube import Kube, resource_path
-from controller.timeutil import format_time, utcnow
+from controller.job.timeutil import format_time, utcnow
+from controller.kueue import protocol as kq
 from devcluster.waiting import wait_for
+from kube import Kube, resource_path
 
 from .conftest import POOL_LABEL, POOL_TOLERATION, Flavors, Queue, Workloads, kueue_path
 

@@ -28,13 +28,14 @@ from types import FrameType
 import structlog
 from prometheus_client import start_http_server
 
-from controller import logs, validation
 from controller.controller import Controller, create_parallelism
 from controller.events import EventRecorder
-from controller.health import HealthServer, parse_address
-from controller.kube import ConfigError, Kube, resource_path
-from controller.leader import LeaderElectionConfig, LeaderElector, default_identity, default_namespace
+from controller.job import validation
 from controller.metrics import ControllerMetrics
+from controller.process import logs
+from controller.process.health import HealthServer, parse_address
+from controller.process.leader import LeaderElectionConfig, LeaderElector, default_identity, default_namespace
+from kube import ConfigError, Kube, resource_path
 from workqueue.metrics import PrometheusMetricsProvider
 
 log = structlog.get_logger(__name__)

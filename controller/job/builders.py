@@ -1,7 +1,7 @@
 """Pure builders: the exact headless Service and Pods the controller creates for a job.
 
 Both `tfjob-operator render` and the reconciler call these, so what a user previews is what runs.
-Input is a defaulted job dict (see `controller.defaults`); output is fresh dicts that share nothing
+Input is a defaulted job dict (see `controller.job.defaults`); output is fresh dicts that share nothing
 with the input (the user's template — often an informer-cache object — is never mutated).
 """
 
@@ -11,7 +11,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from controller.labels import (
+from controller.job.labels import (
     API_VERSION,
     CLUSTER_HASH_ANNOTATION,
     JOB_NAME_LABEL,

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from controller import kueue
-from controller.kueue import (
+from controller.kueue import protocol as kueue
+from controller.kueue.protocol import (
     FlavorConflict,
     admission,
     apply_flavors,

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from pytest_mock import MockerFixture
 
-from controller import validation
-from controller.validation import validate_job
+from controller.job import validation
+from controller.job.validation import validate_job
 
 
 def valid_job() -> dict[str, Any]:

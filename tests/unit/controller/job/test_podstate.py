@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from controller import podstate
-from controller.builders import build_pods
-from controller.defaults import apply_defaults
+from controller.job import podstate
+from controller.job.builders import build_pods
+from controller.job.defaults import apply_defaults
 
 PREDICATES = [podstate.slot, podstate.uid, podstate.name, podstate.phase, podstate.is_terminating,
               podstate.is_active, podstate.cluster_hash, podstate.is_disrupted,

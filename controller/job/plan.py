@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from controller import conditions as cond
-from controller import podstate
-from controller.builders import build_pod, build_service, desired_pod_keys
-from controller.labels import role_selector
-from controller.timeutil import format_time, parse_time
-from controller.validation import validate_job
+from controller.job import conditions as cond
+from controller.job import podstate
+from controller.job.builders import build_pod, build_service, desired_pod_keys
+from controller.job.labels import role_selector
+from controller.job.timeutil import format_time, parse_time
+from controller.job.validation import validate_job
 from tfconfig import ROLES, SerializedCluster, role_replicas
 
 FORCE_DELETE_AFTER = 15.0

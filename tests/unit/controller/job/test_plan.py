@@ -6,10 +6,10 @@ import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from controller.builders import build_pods, build_service
-from controller.defaults import apply_defaults
-from controller.plan import FORCE_DELETE_AFTER, plan_job
-from controller.timeutil import format_time
+from controller.job.builders import build_pods, build_service
+from controller.job.defaults import apply_defaults
+from controller.job.plan import FORCE_DELETE_AFTER, plan_job
+from controller.job.timeutil import format_time
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
 

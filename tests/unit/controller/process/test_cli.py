@@ -7,9 +7,9 @@ import pathlib
 
 import pytest
 
-from controller.cli import main
+from controller.process.cli import main
 
-EXAMPLES = sorted((pathlib.Path(__file__).resolve().parents[3] / "manifests" / "examples").glob("*.yaml"))
+EXAMPLES = sorted((pathlib.Path(__file__).resolve().parents[4] / "manifests" / "examples").glob("*.yaml"))
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[e.stem for e in EXAMPLES])

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-_REPO_CRD = pathlib.Path(__file__).resolve().parents[1] / "manifests" / "crd.yaml"
+_REPO_CRD = pathlib.Path(__file__).resolve().parents[2] / "manifests" / "crd.yaml"
 
 
 def crd_path() -> pathlib.Path:

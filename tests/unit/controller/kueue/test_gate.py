@@ -9,10 +9,10 @@ from unittest.mock import Mock
 import pytest
 from pytest_mock import MockerFixture
 
-from controller import kueue
-from controller.defaults import apply_defaults
-from controller.kube import Kube
-from controller.queueing import KueueGate
+from controller.job.defaults import apply_defaults
+from controller.kueue import protocol as kueue
+from controller.kueue.gate import KueueGate
+from kube import Kube
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
 

@@ -21,11 +21,11 @@ from typing import Any
 
 import structlog
 
-from controller import conditions as cond
-from controller import kueue
-from controller.kube import ApiError, Kube, resource_path
-from controller.retry import retry_transient
-from controller.timeutil import format_time
+from controller.job import conditions as cond
+from controller.job.timeutil import format_time
+from controller.kueue import protocol as kueue
+from kube import ApiError, Kube, resource_path
+from kube.retry import retry_transient
 
 log = structlog.get_logger(__name__)
 

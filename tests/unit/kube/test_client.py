@@ -21,8 +21,8 @@ import pytest
 import urllib3
 from pytest_mock import MockerFixture
 
-from controller import kube
-from controller.kube import ApiError, ConfigError, Kube, TokenBucket, WatchStream, parse_path, resource_path
+from kube import client as kube
+from kube import ApiError, ConfigError, Kube, TokenBucket, WatchStream, parse_path, resource_path
 
 # --- helpers ---------------------------------------------------------------------------------------
 
@@ -691,11 +691,12 @@ def test_importing_the_client_boundary_skips_generated_apis_and_models() -> None
     import sys
 
     script = (
-        "import sys, controller.kube as k; "
+        "import sys, kube.client as k; "
         "loaded = [m for m in sys.modules if m.startswith(('kubernetes.client.api.', 'kubernetes.client.models.'))]; "
         "assert not loaded and 'kubernetes.watch' not in sys.modules, loaded; "
         "k.Kube.for_host('https://127.0.0.1:1', token='t', verify_ssl=False).close(); "
-        "assert k.decode_as_model('{\"metadata\": {\"name\": \"p\"}}', 'V1Pod').metadata.name == 'p'"
+        "from bench._typed_models import decode_as_model; "
+        "assert decode_as_model('{\"metadata\": {\"name\": \"p\"}}', 'V1Pod').metadata.name == 'p'"
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
@@ -706,12 +707,14 @@ def test_importing_the_client_boundary_skips_generated_apis_and_models() -> None
 
 def test_decode_as_model_builds_client_models() -> None:
     raw = json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "a"}})
-    pod = kube.decode_as_model(raw, "V1Pod")
+    from bench._typed_models import decode_as_model
+
+    pod = decode_as_model(raw, "V1Pod")
     assert type(pod).__name__ == "V1Pod" and pod.metadata.name == "p"
 
 
 def test_write_fence_refuses_writes_locally_and_is_not_transient() -> None:
-    from controller.kube import FENCED_REASON, ApiError, Kube
+    from kube import FENCED_REASON, ApiError, Kube
 
     kube = Kube.for_host("https://127.0.0.1:1", token="t", verify_ssl=False)
     kube.write_fence = lambda _method, _path: False

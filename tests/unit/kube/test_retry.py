@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import tenacity
 
-from controller.kube import ApiError
-from controller.retry import BackoffWait, is_transient, retry_transient, retrying
+from kube import ApiError
+from kube.retry import BackoffWait, is_transient, retry_transient, retrying
 
 
 class Flaky:

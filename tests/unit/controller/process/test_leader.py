@@ -16,8 +16,7 @@ from typing import Any
 
 import pytest
 
-from controller.kube import ApiError
-from controller.leader import (
+from controller.process.leader import (
     LeaderElectionConfig,
     LeaderElectionRecord,
     LeaderElector,
@@ -26,6 +25,7 @@ from controller.leader import (
     format_micro_time,
     parse_micro_time,
 )
+from kube import ApiError
 
 LEASE_PATH = "/apis/coordination.k8s.io/v1/namespaces/ops/leases/tfjob-operator"
 START = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)

@@ -52,12 +52,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.builders import POD_RESTART_POLICY
-from controller.labels import API_VERSION as JOB_API_VERSION
-from controller.labels import GROUP as JOB_GROUP
-from controller.labels import JOB_NAME_LABEL, REPLICA_TYPE_LABEL
-from controller.labels import KIND as JOB_KIND
-from controller.timeutil import parse_time
+from controller.job.builders import POD_RESTART_POLICY
+from controller.job.labels import API_VERSION as JOB_API_VERSION
+from controller.job.labels import GROUP as JOB_GROUP
+from controller.job.labels import JOB_NAME_LABEL, REPLICA_TYPE_LABEL
+from controller.job.labels import KIND as JOB_KIND
+from controller.job.timeutil import parse_time
 from tfconfig import ROLES, role_replicas
 
 GROUP = "kueue.x-k8s.io"
@@ -418,7 +418,7 @@ def clear_admission_status(workload: Mapping[str, Any], now: str) -> dict[str, A
     * `status.admission`: null (this is what frees the quota);
     * `Admitted` (when it was True): False, NoReservation "The workload has no reservation", and the
       time it was admitted added to `accumulatedPastExecutionTimeSeconds`.
-    `now` is an RFC 3339 timestamp (controller.timeutil.format_time).
+    `now` is an RFC 3339 timestamp (controller.job.timeutil.format_time).
     """
     evicted = _condition(workload, EVICTED)
     if evicted is None or evicted.get("status") != "True" or not _is_true(workload, QUOTA_RESERVED):

@@ -1,6 +1,6 @@
 """Short, bounded retries of transient API failures, with tenacity.
 
-`controller/kube.py` never retries: a retry policy depends on the caller (a POST create is safe to
+`kube/client.py` never retries: a retry policy depends on the caller (a POST create is safe to
 replay only because pod names are deterministic and a replay answers 409 AlreadyExists). This module
 is the one policy the controller wraps its calls with:
 

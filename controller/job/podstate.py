@@ -12,7 +12,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from controller.labels import CLUSTER_HASH_ANNOTATION, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
+from controller.job.labels import CLUSTER_HASH_ANNOTATION, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
 from informers.store import slim
 from tfconfig import ROLES, tf_container_index
 

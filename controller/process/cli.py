@@ -14,10 +14,10 @@ from typing import Any
 
 import yaml
 
-from controller.builders import build_pods, build_service
-from controller.defaults import apply_defaults
-from controller.documents import InputError, describe, load_documents
-from controller.validation import validate_job
+from controller.job.builders import build_pods, build_service
+from controller.job.defaults import apply_defaults
+from controller.job.validation import validate_job
+from controller.process.documents import InputError, describe, load_documents
 
 
 def _check_file(filename: str) -> list[tuple[str, Any, list[Any]]] | None:
@@ -64,7 +64,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from controller.app import run  # imported late: `render`/`validate` need no API client
+    from controller.process.app import run  # imported late: `render`/`validate` need no API client
 
     return run(args)
 

@@ -11,7 +11,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from controller.crd import job_schema
+from controller.job.crd import job_schema
 
 
 def apply_defaults(job: Mapping[str, Any], schema: Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -36,8 +36,8 @@ from typing import Any, Protocol
 
 import structlog
 
-from controller.kube import ApiError, resource_path
-from controller.timeutil import parse_time, utcnow
+from controller.job.timeutil import parse_time, utcnow
+from kube import ApiError, resource_path
 
 log = structlog.get_logger(__name__)
 
@@ -48,7 +48,7 @@ SERVICE_ACCOUNT_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/
 
 
 class LeaseClient(Protocol):
-    """The part of `controller.kube.Kube` the elector uses."""
+    """The part of `kube.Kube` the elector uses."""
 
     def request(self, method: str, path: str, *, query: Mapping[str, Any] | None = None, body: Any = None,
                 content_type: str | None = None, timeout: float | None = None) -> dict[str, Any] | None: ...
