@@ -29,11 +29,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench._typed_models import decode_as_model
 from controller.job import podstate
 from informers.informer import SharedInformer
 from informers.store import Store
 from informers.testing import FakeListerWatcher
-from bench._typed_models import decode_as_model
 
 PODS = 2_000
 EVENTS = 3_000

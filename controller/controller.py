@@ -17,27 +17,25 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import structlog
 
 from controller.events import EventRecorder
-from controller.expectations import Expectations
 from controller.job import podstate
 from controller.job.labels import GROUP, JOB_NAME_LABEL, KIND, PLURAL, VERSION
-from controller.job.timeutil import utcnow
 from controller.kueue import protocol as kueue
 from controller.kueue.gate import KueueGate
+from controller.memory import JobMemory
 from controller.metrics import ControllerMetrics
 from controller.reconciler import Reconciler, RequeueError
 from informers.informer import SharedInformer
 from informers.listwatch import PathListerWatcher
 from informers.store import CONTROLLER_UID_INDEX, Store, controller_of, default_indexers, object_key
 from kube import ApiError, Kube, resource_path
+from kube.clock import REAL_CLOCK, Clock
 from workqueue import RateLimitingQueue, default_controller_rate_limiter
-from workqueue.clock import Clock
 from workqueue.metrics import MetricsProvider
 
 log = structlog.get_logger(__name__)
@@ -83,8 +81,7 @@ class Controller:
         metrics: ControllerMetrics | None = None,
         queue_metrics: MetricsProvider | None = None,
         recorder: EventRecorder | None = None,
-        clock: Callable[[], datetime] = utcnow,
-        queue_clock: Clock | None = None,
+        clock: Clock = REAL_CLOCK,
     ) -> None:
         self.kube = kube
         self.namespaces = list(namespaces)
@@ -92,10 +89,10 @@ class Controller:
         self.pod_batch_period = pod_batch_period
         self.metrics = metrics
         self.recorder = recorder
-        self.expectations = Expectations()
+        self.memory = JobMemory(clock)
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(
-            default_controller_rate_limiter(clock=queue_clock), name="tensorflowjobs", metrics_provider=queue_metrics,
-            clock=queue_clock)
+            default_controller_rate_limiter(clock=clock), name="tensorflowjobs", metrics_provider=queue_metrics,
+            clock=clock)
         on_relist = (lambda name: metrics.informer_relists.labels(name.split("[")[0]).inc()) if metrics else None
 
         def sources(plural: str, group: str = "", version: str = "v1", selector: str | None = None,
@@ -122,7 +119,7 @@ class Controller:
         self.flavors = (SharedInformer(sources("resourceflavors", kueue.GROUP, kueue.VERSION, cluster_scoped=True),
                                        name="resourceflavors", on_relist=on_relist) if use_kueue else None)
         gate = KueueGate(kube, self._workload_of, self._flavor, clock) if use_kueue else None
-        self.reconciler = Reconciler(kube, self, expectations=self.expectations, recorder=recorder, metrics=metrics,
+        self.reconciler = Reconciler(kube, self, memory=self.memory, recorder=recorder, metrics=metrics,
                                      cluster_domain=cluster_domain, create_parallelism=create_parallelism(workers),
                                      clock=clock, kueue_gate=gate)
         self._threads: list[threading.Thread] = []
@@ -177,13 +174,13 @@ class Controller:
 
     def _job_updated(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
         key = object_key(new)
-        if old is not new and self.reconciler.wrote(key, new["metadata"].get("resourceVersion")):
+        if old is not new and self.memory.wrote(key, new["metadata"].get("resourceVersion")):
             return  # the echo of our own status write: the reconcile that wrote it saw everything else
         self.queue.add(key)
 
     def _job_deleted(self, job: Mapping[str, Any]) -> None:
         key = object_key(job)
-        self.expectations.forget(key)
+        self.memory.forget(key)
         self.queue.add(key)
 
     def _owner_key(self, obj: Mapping[str, Any]) -> str | None:
@@ -200,7 +197,7 @@ class Controller:
         key = self._owner_key(pod)
         if key is None:
             return
-        self.expectations.creation_observed(key, pod["metadata"]["name"])
+        self.memory.expectations.creation_observed(key, pod["metadata"]["name"])
         self._enqueue_batched(key)
 
     def _pod_updated(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
@@ -211,7 +208,7 @@ class Controller:
             return
         if podstate.is_urgent_change(old, new):
             if podstate.is_terminating(new):
-                self.expectations.deletion_observed(key, new["metadata"].get("uid", ""))
+                self.memory.expectations.deletion_observed(key, new["metadata"].get("uid", ""))
             self.queue.add(key)
         else:
             self._enqueue_batched(key)
@@ -241,14 +238,14 @@ class Controller:
         if old is new:  # a resync: only the job's own resync matters
             return
         if new["metadata"].get("deletionTimestamp"):
-            self.expectations.deletion_observed(key, new["metadata"].get("uid", ""))
+            self.memory.expectations.deletion_observed(key, new["metadata"].get("uid", ""))
         self.queue.add(key)
 
     def _child_deleted(self, obj: Mapping[str, Any]) -> None:
         key = self._owner_key(obj)
         if key is None:
             return
-        self.expectations.deletion_observed(key, obj["metadata"].get("uid", ""))
+        self.memory.expectations.deletion_observed(key, obj["metadata"].get("uid", ""))
         self.queue.add(key)
 
     def _node_updated(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:

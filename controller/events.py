@@ -18,7 +18,8 @@ from typing import Any
 
 import structlog
 
-from controller.job.timeutil import format_time, utcnow
+from controller.job.timeutil import format_time
+from kube.clock import REAL_CLOCK, Clock
 
 log = structlog.get_logger(__name__)
 
@@ -62,7 +63,7 @@ class EventRecorder:
     """Posts events asynchronously with `post(namespace, body)` (a thin wrapper over the client)."""
 
     def __init__(self, post: Callable[[str, dict[str, Any]], object], *, capacity: int = 1000,
-                 instance: str = "", clock: Callable[[], datetime] = utcnow) -> None:
+                 instance: str = "", clock: Clock = REAL_CLOCK) -> None:
         self._post = post
         self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue(maxsize=capacity)
         self._instance = instance
@@ -81,7 +82,7 @@ class EventRecorder:
         self._thread.join(timeout)
 
     def record(self, job: Mapping[str, Any], kind: str, reason: str, message: str) -> None:
-        body = event_body(job, kind, reason, message, self._clock(), self._instance)
+        body = event_body(job, kind, reason, message, self._clock.wall(), self._instance)
         try:
             self._queue.put_nowait(body)
         except queue.Full:

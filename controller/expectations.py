@@ -11,9 +11,10 @@ not counters, keeps them per job *and* role and makes a duplicate event harmless
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+
+from kube.clock import REAL_CLOCK, Clock
 
 DEFAULT_TTL = 300.0
 
@@ -25,14 +26,14 @@ class _Pending:
 
 
 class Expectations:
-    def __init__(self, ttl: float = DEFAULT_TTL, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, ttl: float = DEFAULT_TTL, clock: Clock = REAL_CLOCK) -> None:
         self._ttl = ttl
         self._clock = clock
         self._lock = threading.Lock()
         self._by_key: dict[str, _Pending] = {}
 
     def expect_creations(self, key: str, names: Iterable[str]) -> None:
-        expiry = self._clock() + self._ttl
+        expiry = self._clock.now() + self._ttl
         with self._lock:
             pending = self._by_key.setdefault(key, _Pending())
             for name in names:
@@ -46,7 +47,7 @@ class Expectations:
                 pending.creates.pop(name, None)
 
     def expect_deletions(self, key: str, uids: Iterable[str]) -> None:
-        expiry = self._clock() + self._ttl
+        expiry = self._clock.now() + self._ttl
         with self._lock:
             pending = self._by_key.setdefault(key, _Pending())
             for uid in uids:
@@ -72,7 +73,7 @@ class Expectations:
             self._by_key.pop(key, None)
 
     def _live(self, key: str, kind: str) -> frozenset[str]:
-        now = self._clock()
+        now = self._clock.now()
         with self._lock:
             pending = self._by_key.get(key)
             if pending is None:

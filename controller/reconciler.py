@@ -25,28 +25,27 @@ worker turns into a rate-limited requeue.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Protocol
 
 import structlog
 
 from controller.events import EventRecorder
-from controller.expectations import Expectations
 from controller.job import conditions as cond
 from controller.job import podstate
 from controller.job.defaults import apply_defaults
 from controller.job.labels import GROUP, PLURAL, REPLICA_TYPE_LABEL, VERSION
 from controller.job.mergepatch import merge_patch
 from controller.job.plan import Event, Plan, PodDeletion, plan_job
-from controller.job.timeutil import format_time, utcnow
+from controller.job.timeutil import format_time
 from controller.kueue import protocol as kueue
 from controller.kueue.gate import KueueGate
+from controller.memory import JobMemory
 from controller.metrics import ControllerMetrics
 from kube import ApiError, Kube, resource_path
+from kube.clock import REAL_CLOCK, Clock
 from kube.retry import retry_transient
 
 log = structlog.get_logger(__name__)
@@ -91,20 +90,6 @@ class Outcome:
             self.retry_after = max(self.retry_after or 0.0, float(error.retry_after))
 
 
-@dataclass
-class _Written:
-    base_resource_version: str
-    job: Mapping[str, Any]
-
-
-@dataclass
-class _Deferred:
-    """A status computed but not written, valid while the job is still at `resource_version`."""
-
-    resource_version: str
-    status: dict[str, Any]
-
-
 def _count_created_as_active(plan: Plan, created: set[str]) -> None:
     """Count pods the API server has accepted but the cache does not show yet as active.
 
@@ -130,26 +115,24 @@ class Reconciler:
         kube: Kube,
         caches: Caches,
         *,
-        expectations: Expectations | None = None,
+        memory: JobMemory | None = None,
         recorder: EventRecorder | None = None,
         metrics: ControllerMetrics | None = None,
         cluster_domain: str = "",
         create_parallelism: int = 16,
-        clock: Callable[[], datetime] = utcnow,
+        clock: Clock = REAL_CLOCK,
         kueue_gate: KueueGate | None = None,
     ) -> None:
         self.kube = kube
         self.kueue_gate = kueue_gate
         self.caches = caches
-        self.expectations = expectations if expectations is not None else Expectations()
+        self.memory = memory if memory is not None else JobMemory(clock)
+        self.expectations = self.memory.expectations
         self.recorder = recorder
         self.metrics = metrics
         self.cluster_domain = cluster_domain
         self.clock = clock
         self._pool = ThreadPoolExecutor(max_workers=create_parallelism, thread_name_prefix="create")
-        self._written: dict[str, _Written] = {}
-        self._deferred: dict[str, _Deferred] = {}
-        self._written_lock = threading.Lock()
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -159,10 +142,9 @@ class Reconciler:
     def reconcile(self, key: str) -> Outcome:
         cached = self.caches.get_job(key)
         if cached is None:
-            self.expectations.forget(key)
-            self._forget_job(key)
+            self.memory.forget(key)
             return Outcome()
-        job = apply_defaults(self._freshest(key, cached))
+        job = apply_defaults(self.memory.freshest(key, cached))
         if job["metadata"].get("deletionTimestamp"):
             return Outcome()  # garbage collection removes the children
         namespace, name, uid = job["metadata"]["namespace"], job["metadata"]["name"], job["metadata"]["uid"]
@@ -175,14 +157,14 @@ class Reconciler:
         foreign_service = service is not None and not owned_by(service, uid)
         # Plan from the status the last pass left unwritten, if any; write (below) against `job`,
         # which holds what the server has.
-        deferred = self._take_deferred(key, job)
+        deferred = self.memory.take_deferred(key, job)
         planned = job if deferred is None else {**job, "status": deferred}
         decision = None
         if self.kueue_gate is not None and kueue.is_queued(planned):
             decision = self.kueue_gate.before_plan(planned)
         plan = plan_job(
             decision.job if decision else planned, pods, None if foreign_service else service,
-            now=self.clock(), node_ready=self.caches.node_ready,
+            now=self.clock.wall(), node_ready=self.caches.node_ready,
             pending_deletes=self.expectations.pending_deletions(key), cluster_domain=self.cluster_domain,
             gate=decision.gate if decision else None,
         )
@@ -212,7 +194,7 @@ class Reconciler:
         if service_created is not None:
             problems += service_created.result()
         if self._may_defer_status(plan, outcome, problems):
-            self._defer(key, job, plan.status)
+            self.memory.defer(key, job, plan.status)
             outcome.status_deferred = True
         elif self._write_status(key, job, plan.status, cache_version) is not None:
             outcome.status_written = True
@@ -356,7 +338,7 @@ class Reconciler:
 
     def _create_failed(self, plan: Plan, job: Mapping[str, Any], kind: str, name: str, error: ApiError) -> list[str]:
         """Fold a create error into the plan's status and events; return what to requeue for."""
-        stamp = format_time(self.clock())
+        stamp = format_time(self.clock.wall())
         conditions = plan.status["conditions"]
         if error.invalid:
             message = f"{kind} {name} was rejected by the API server: {error.message}"
@@ -384,23 +366,12 @@ class Reconciler:
         message = (f"{kind} {name} already exists and is not owned by this TensorFlowJob; it is left untouched. "
                    f"Delete or rename it, or rename the job.")
         changed = cond.set_condition(plan.status["conditions"], cond.RUNNING, False, "NameConflict", message,
-                                     format_time(self.clock()))
+                                     format_time(self.clock.wall()))
         if changed:
             plan.events.append(Event("Warning", "NameConflict", message))
         return f"{kind} {name}: name held by an object this job does not own"
 
     # ---- status --------------------------------------------------------------------------------
-
-    def _freshest(self, key: str, cached: Mapping[str, Any]) -> Mapping[str, Any]:
-        """The cached job, or the one our last status write returned if the cache lags behind it."""
-        with self._written_lock:
-            written = self._written.get(key)
-            if written is None:
-                return cached
-            if cached["metadata"].get("resourceVersion") == written.base_resource_version:
-                return written.job
-            del self._written[key]
-            return cached
 
     def _catch_up_after_conflict(self, key: str, job_path: str, job_uid: str, cache_version: str) -> None:
         """A 409 on the status write means the cache is behind the server: someone else changed the
@@ -415,25 +386,7 @@ class Reconciler:
                                max(error.retry_after or 0.0, STALE_CACHE_WAIT)) from error
         if fresh["metadata"].get("uid") != job_uid:
             return  # deleted and created anew: the cache will bring the new job
-        with self._written_lock:
-            self._written[key] = _Written(cache_version, fresh)
-
-    def wrote(self, key: str, resource_version: str | None) -> bool:
-        """Whether this version of the job is the one our last status write produced."""
-        with self._written_lock:
-            written = self._written.get(key)
-        return (resource_version is not None and written is not None
-                and written.job["metadata"].get("resourceVersion") == resource_version)
-
-    def _forget_written(self, key: str) -> None:
-        with self._written_lock:
-            self._written.pop(key, None)
-
-    def _forget_job(self, key: str) -> None:
-        """The job is gone: drop what this reconciler remembers of it."""
-        with self._written_lock:
-            self._written.pop(key, None)
-            self._deferred.pop(key, None)
+        self.memory.remember_written(key, cache_version, fresh)
 
     @staticmethod
     def _may_defer_status(plan: Plan, outcome: Outcome, problems: list[str]) -> bool:
@@ -443,19 +396,6 @@ class Reconciler:
         written at once."""
         created_pods = any(not name.startswith("service/") for name in outcome.created)
         return created_pods and not problems and not outcome.deleted and not plan.delete_job
-
-    def _defer(self, key: str, job: Mapping[str, Any], status: dict[str, Any]) -> None:
-        with self._written_lock:
-            self._deferred[key] = _Deferred(str(job["metadata"].get("resourceVersion")), status)
-
-    def _take_deferred(self, key: str, job: Mapping[str, Any]) -> dict[str, Any] | None:
-        """The status the last pass deferred, if the job has not changed since (a changed job is
-        planned afresh from the server's status, as after a restart)."""
-        with self._written_lock:
-            deferred = self._deferred.pop(key, None)
-        if deferred is None or deferred.resource_version != str(job["metadata"].get("resourceVersion")):
-            return None
-        return deferred.status
 
     def _write_status(self, key: str, job: Mapping[str, Any], status: dict[str, Any],
                       cache_version: str | None = None) -> Mapping[str, Any] | None:
@@ -470,15 +410,14 @@ class Reconciler:
         try:
             updated = retry_transient(self.kube.patch)(path, body)
         except ApiError as error:
-            self._forget_written(key)
+            self.memory.forget_written(key)
             if error.not_found:
                 return None
             if error.conflict:
                 self._catch_up_after_conflict(key, path.removesuffix("/status"), meta["uid"],
                                               cache_version or meta["resourceVersion"])
             raise RequeueError(f"status write: {error}", error.retry_after) from error
-        with self._written_lock:
-            self._written[key] = _Written(cache_version or meta["resourceVersion"], updated)
+        self.memory.remember_written(key, cache_version or meta["resourceVersion"], updated)
         self._count_transition(old, status)
         return updated
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import random
 import threading
-import time
 from collections.abc import Callable
 
 __all__ = ["Backoff"]
+
+from kube.clock import REAL_CLOCK, Clock
 
 
 class Backoff:
@@ -27,7 +28,7 @@ class Backoff:
         factor: float = 2.0,
         jitter: float = 1.0,
         reset_after: float = 120.0,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock = REAL_CLOCK,
         rand: Callable[[], float] = random.random,
     ) -> None:
         self.initial = initial
@@ -44,7 +45,7 @@ class Backoff:
     def next_delay(self) -> float:
         """The wait before the next attempt: the current step plus jitter; then the step doubles."""
         with self._lock:
-            now = self._clock()
+            now = self._clock.now()
             if self._last is not None and now - self._last > self.reset_after:
                 self._current = self.initial
             self._last = now

@@ -38,6 +38,7 @@ import structlog
 from informers.listwatch import ListerWatcher
 from informers.reflector import Reflector
 from informers.store import IndexFunc, KubeObject, Store
+from kube.clock import REAL_CLOCK, Clock
 
 __all__ = ["EventHandler", "SharedInformer"]
 
@@ -67,9 +68,8 @@ class SharedInformer:
         store: Store | None = None,
         resync_period: float = 0.0,
         on_relist: Callable[[str], None] | None = None,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock = REAL_CLOCK,
         rand: random.Random | None = None,
-        sleep: Callable[[float], Any] | None = None,
         reflector_options: Mapping[str, Any] | None = None,
     ) -> None:
         sources = [lister_watchers] if not isinstance(lister_watchers, Sequence) else list(lister_watchers)
@@ -93,7 +93,6 @@ class SharedInformer:
                 name=f"{name}[{source.namespace}]" if len(sources) > 1 else name,
                 clock=clock,
                 rand=rand,
-                sleep=sleep,
                 on_relist=self._relisted,
                 on_synced=self._notify,
                 **dict(reflector_options or {}),

@@ -21,9 +21,10 @@ One reflector runs in one thread, for one `ListerWatcher` (one resource, one nam
    A relist that is followed at once by another 410, with no event in between, backs off too.
 
 Errors raised by the sink (a bug in a store or handler) make the reflector log, back off and relist.
-Time, randomness and sleeping are injected (`clock`, `rand`, `sleep`) so unit tests run the loop in
-the test thread with scripted streams, without waiting; by default sleeping waits on the stop event,
-so `stop()` ends a back-off at once, and it closes the open watch so a blocked read returns.
+Time and randomness are injected (`clock`, `rand`) so unit tests run the loop in the test thread with
+scripted streams, without waiting (a `FakeClock` sleeps by moving fake time); a back-off sleeps on
+the stop event, so `stop()` ends it at once, and `stop()` closes the open watch so a blocked read
+returns.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from __future__ import annotations
 import enum
 import random
 import threading
-import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -41,6 +41,7 @@ from informers.backoff import Backoff
 from informers.listwatch import ListerWatcher, WatchLike
 from informers.store import KubeObject
 from kube import ApiError
+from kube.clock import REAL_CLOCK, Clock
 
 __all__ = ["Reflector", "ReflectorSink"]
 
@@ -91,9 +92,8 @@ class Reflector:
         min_watch_timeout: int = MIN_WATCH_TIMEOUT,
         read_timeout: float = DEFAULT_READ_TIMEOUT,
         backoff: Backoff | None = None,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock = REAL_CLOCK,
         rand: random.Random | None = None,
-        sleep: Callable[[float], Any] | None = None,
         on_relist: Callable[[str], None] | None = None,
         on_synced: Callable[[], None] | None = None,
     ) -> None:
@@ -108,7 +108,6 @@ class Reflector:
         self._backoff = backoff or Backoff(clock=clock, rand=self._rand.random)
         self._retry_after = 0.0
         self._stopped = threading.Event()
-        self._sleep = sleep or self._stopped.wait
         self._on_relist = on_relist
         self._on_synced = on_synced
         self._lock = threading.Lock()
@@ -184,7 +183,7 @@ class Reflector:
         delay = max(self._backoff.next_delay(), self._retry_after)
         self._retry_after = 0.0
         if not self._stopped.is_set():
-            self._sleep(delay)
+            self._clock.sleep(delay, self._stopped)
 
     def _server_asked_to_wait(self, exc: ApiError) -> None:
         if exc.retry_after:
@@ -253,7 +252,7 @@ class Reflector:
             self._stream = stream
         if self._stopped.is_set():
             stream.close()
-        started = self._clock()
+        started = self._clock.now()
         events = 0
         try:
             for event in stream:
@@ -274,7 +273,7 @@ class Reflector:
             stream.close()
         if self._stopped.is_set():
             return _Next.STOP
-        if events == 0 and self._clock() - started < SHORT_WATCH_SECONDS:
+        if events == 0 and self._clock.now() - started < SHORT_WATCH_SECONDS:
             self._log.warning("watch closed at once without events")
             return _Next.BACKOFF
         return _Next.REWATCH

@@ -1,6 +1,6 @@
 """Test support for code built on informers (like client-go's tools/cache/testing): scripted fakes.
 
-Object and watch-event builders, a scripted `FakeListerWatcher`, a `FakeTime` clock, a recording
+Object and watch-event builders, a scripted `FakeListerWatcher`, a recording
 reflector sink and a polling helper. Used by the informer unit tests and usable by controller tests;
 nothing here talks to an API server.
 
@@ -164,24 +164,6 @@ class FakeListerWatcher:
     def watch_versions(self) -> list[str]:
         with self._lock:
             return [c[1] for c in self.calls if c[0] == "watch"]
-
-
-class FakeTime:
-    """A clock that moves only when something sleeps on it."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.sleeps: list[float] = []
-        self._lock = threading.Lock()
-
-    def clock(self) -> float:
-        with self._lock:
-            return self.now
-
-    def sleep(self, seconds: float) -> None:
-        with self._lock:
-            self.sleeps.append(seconds)
-            self.now += seconds
 
 
 class RecordingSink:

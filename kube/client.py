@@ -33,7 +33,6 @@ import json
 import os
 import sys
 import threading
-import time
 import types
 import weakref
 from collections.abc import Callable, Mapping
@@ -41,6 +40,7 @@ from typing import Any
 
 import urllib3
 
+from kube.clock import REAL_CLOCK, Clock
 from kube.errors import FENCED_REASON, ApiError, ConfigError
 from kube.paths import ParsedPath, parse_path, query_pairs, request_verb
 from kube.throttle import TokenBucket
@@ -132,7 +132,7 @@ class Kube:
         on_request: OnRequest | None = None,
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
         watch_pool_size: int = WATCH_POOL_SIZE,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock = REAL_CLOCK,
     ) -> None:
         """`configuration` is a `kubernetes.client.Configuration`; prefer the classmethods."""
         # No urllib3-level retries: a retried POST could create twice, and retry policy belongs to
@@ -144,7 +144,7 @@ class Kube:
         watch_configuration = _copy_configuration(configuration)
         watch_configuration.connection_pool_maxsize = watch_pool_size
         self._watch_api = k8s_client.ApiClient(configuration=watch_configuration)
-        self._limiter = TokenBucket(qps, burst or max(1, int(qps))) if qps > 0 else None
+        self._limiter = TokenBucket(qps, burst or max(1, int(qps)), clock=clock) if qps > 0 else None
         # Called as write_fence(method, path) before every write; False refuses it locally (a
         # leader that may have lost its lease must not write, e.g. after being frozen).
         self.write_fence: Callable[[str, str], bool] | None = None
@@ -265,7 +265,7 @@ class Kube:
         read_timeout = self._request_timeout if timeout is None else timeout
         parsed = parse_path(path)
         code = 0
-        started = self._clock()
+        started = self._clock.now()
         try:
             response = self._call(
                 self._api, method, path, query, headers, body, (min(CONNECT_TIMEOUT, read_timeout), read_timeout)
@@ -294,7 +294,7 @@ class Kube:
             code = exc.status
             raise
         finally:
-            self._report(request_verb(method, parsed), parsed, path, code, self._clock() - started)
+            self._report(request_verb(method, parsed), parsed, path, code, self._clock.now() - started)
 
     def get(self, path: str, **query: Any) -> dict[str, Any]:
         return self._object(self.request("GET", path, query=query), "GET", path)
@@ -375,7 +375,7 @@ class Kube:
         headers = {"Accept": "application/json", "Content-Type": "application/json"}
         parsed = parse_path(path)
         code = 0
-        started = self._clock()
+        started = self._clock.now()
         try:
             response = self._call(
                 self._watch_api, "GET", path, params, headers, None, (CONNECT_TIMEOUT, read_timeout)
@@ -385,7 +385,7 @@ class Kube:
             code = exc.status
             raise
         finally:
-            self._report("watch", parsed, path, code, self._clock() - started)
+            self._report("watch", parsed, path, code, self._clock.now() - started)
         stream = WatchStream(response, method="WATCH", path=path)
         with self._watches_lock:
             self._watches.add(stream)
@@ -411,7 +411,7 @@ class Kube:
 
     def _discover(self, group: str, version: str) -> dict[str, Any] | None:
         key = (group, version)
-        now = self._clock()
+        now = self._clock.now()
         with self._discovery_lock:
             cached = self._discovery.get(key)
         if cached is not None and cached[0] > now:

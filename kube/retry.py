@@ -14,19 +14,20 @@ is the one policy the controller wraps its calls with:
 * re-raise the original exception, never tenacity's `RetryError`.
 
 The module is duck-typed on the exception (`transient`, `retry_after`) so it does not import the
-client boundary, and `sleep` / `rand` are injectable so tests do not sleep.
+client boundary, and the clock and `rand` are injectable so tests do not sleep.
 """
 
 from __future__ import annotations
 
 import functools
 import random
-import time
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar, overload
 
 import structlog
 import tenacity
+
+from kube.clock import REAL_CLOCK, Clock
 
 __all__ = ["BackoffWait", "is_transient", "retry_transient", "retrying"]
 
@@ -114,7 +115,7 @@ def retrying(
     jitter: float = DEFAULT_JITTER,
     max_retry_after: float = DEFAULT_MAX_RETRY_AFTER,
     deadline: float | None = None,
-    sleep: Callable[[float], None] = time.sleep,
+    clock: Clock = REAL_CLOCK,
     rand: Callable[[], float] = random.random,
     predicate: Callable[[BaseException], bool] = is_transient,
 ) -> tenacity.Retrying:
@@ -126,7 +127,7 @@ def retrying(
         retry=tenacity.retry_if_exception(predicate),
         stop=stop,
         wait=BackoffWait(multiplier=multiplier, maximum=maximum, jitter=jitter, rand=rand),
-        sleep=sleep,
+        sleep=clock.sleep,
         reraise=True,
         before_sleep=_log_before_sleep,
     )
@@ -145,7 +146,7 @@ def retry_transient(fn: Callable[P, T] | None = None, **options: Any) -> Any:
     or `retry_transient(kube.get, attempts=3)(path)`.
 
     Options are those of `retrying()`: `attempts` (total tries, default 5), `multiplier`, `maximum`,
-    `jitter`, `max_retry_after`, `deadline`, `sleep`, `rand`, `predicate`.
+    `jitter`, `max_retry_after`, `deadline`, `clock`, `rand`, `predicate`.
     """
 
     def decorate(func: Callable[P, T]) -> Callable[P, T]:

@@ -1,14 +1,14 @@
 """Client-side throttling of API requests: client-go's QPS/burst, as a blocking token bucket.
 
 Every request but a watch takes a token first, so a burst of reconciles cannot flood the API server
-beyond the configured rate. Time and sleeping are injected so tests do not sleep.
+beyond the configured rate. The clock is injected so tests do not sleep.
 """
 
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
+
+from kube.clock import REAL_CLOCK, Clock
 
 __all__ = ["TokenBucket"]
 
@@ -25,23 +25,21 @@ class TokenBucket:
         qps: float,
         burst: int,
         *,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
+        clock: Clock = REAL_CLOCK,
     ) -> None:
         if qps <= 0:
             raise ValueError("qps must be > 0")
         self.qps = qps
         self.burst = max(1, burst)
         self._clock = clock
-        self._sleep = sleep
         self._lock = threading.Lock()
         self._tokens = float(self.burst)
-        self._last = clock()
+        self._last = clock.now()
 
     def reserve(self) -> float:
         """Take a token; return the seconds to wait before using it."""
         with self._lock:
-            now = self._clock()
+            now = self._clock.now()
             self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
             self._last = now
             self._tokens -= 1.0
@@ -51,6 +49,6 @@ class TokenBucket:
         """Block until a token is available; return the seconds waited."""
         delay = self.reserve()
         if delay > 0:
-            self._sleep(delay)
+            self._clock.sleep(delay)
         return delay
 

@@ -3,10 +3,9 @@
 ``RateLimitingQueue`` is what a controller uses: informer handlers ``add`` keys, workers
 ``get``/``done`` them, failed keys go back with ``add_rate_limited`` and successful ones are
 ``forget``-ten. ``Queue`` and ``DelayingQueue`` are the layers underneath. Clocks are
-injectable (``FakeClock`` for tests) and metrics go through a ``MetricsProvider``.
+injectable (``kube.clock.FakeClock`` in tests) and metrics go through a ``MetricsProvider``.
 """
 
-from workqueue.clock import Clock, FakeClock, RealClock
 from workqueue.delaying import DelayingQueue
 from workqueue.metrics import MetricsProvider, NoopMetricsProvider, PrometheusMetricsProvider
 from workqueue.queue import Queue
@@ -23,9 +22,7 @@ from workqueue.rate_limiting import RateLimitingQueue
 
 __all__ = [
     "BucketRateLimiter",
-    "Clock",
     "DelayingQueue",
-    "FakeClock",
     "ItemExponentialFailureRateLimiter",
     "ItemFastSlowRateLimiter",
     "MaxOfRateLimiter",
@@ -35,7 +32,6 @@ __all__ = [
     "Queue",
     "RateLimiter",
     "RateLimitingQueue",
-    "RealClock",
     "WithMaxWaitRateLimiter",
     "default_controller_rate_limiter",
 ]

@@ -23,7 +23,7 @@ import threading
 from dataclasses import dataclass
 from typing import Generic
 
-from workqueue.clock import Clock
+from kube.clock import Clock
 from workqueue.metrics import MetricsProvider
 from workqueue.queue import Queue, T
 

@@ -29,7 +29,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import REGISTRY
 
-from workqueue.clock import Clock
+from kube.clock import Clock
 
 # client-go: prometheus.ExponentialBuckets(10e-9, 10, 10), i.e. 10 ns up to 10 s.
 DURATION_BUCKETS: tuple[float, ...] = tuple(1e-8 * 10**i for i in range(10))

@@ -28,7 +28,7 @@ from collections import deque
 from collections.abc import Hashable
 from typing import Generic, TypeVar
 
-from workqueue.clock import Clock, RealClock
+from kube.clock import Clock, RealClock
 from workqueue.metrics import MetricsProvider, NoopMetricsProvider, QueueMetrics, new_queue_metrics
 
 T = TypeVar("T", bound=Hashable)

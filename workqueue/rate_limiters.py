@@ -18,7 +18,7 @@ import threading
 from collections.abc import Hashable
 from typing import Protocol
 
-from workqueue.clock import Clock, RealClock
+from kube.clock import Clock, RealClock
 
 
 class RateLimiter(Protocol):

@@ -7,7 +7,7 @@ the limiter's history and ``done`` must still be called. Remember to call ``forg
 you don't, the limiter tracks the item's failures forever.
 """
 
-from workqueue.clock import Clock
+from kube.clock import Clock
 from workqueue.delaying import DelayingQueue
 from workqueue.metrics import MetricsProvider
 from workqueue.queue import T

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 import structlog
@@ -25,6 +24,7 @@ from controller.job import conditions as cond
 from controller.job.timeutil import format_time
 from controller.kueue import protocol as kueue
 from kube import ApiError, Kube, resource_path
+from kube.clock import Clock
 from kube.retry import retry_transient
 
 log = structlog.get_logger(__name__)
@@ -43,7 +43,7 @@ class KueueGate:
         kube: Kube,
         workload_of: Callable[[str], Mapping[str, Any] | None],
         flavor: Callable[[str], Mapping[str, Any] | None],
-        clock: Callable[[], datetime],
+        clock: Clock,
     ) -> None:
         self.kube = kube
         self.workload_of = workload_of  # job uid → its Workload (informer cache)
@@ -139,7 +139,7 @@ class KueueGate:
         return int(found.get("value") or 0), kueue.priority_class_ref(name)
 
     def _now(self) -> str:
-        return format_time(self.clock())
+        return format_time(self.clock.wall())
 
 
 def _terminal(job: Mapping[str, Any]) -> bool:

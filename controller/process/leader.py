@@ -16,7 +16,7 @@ expected to behave like every other controller in the cluster:
   within one retry period instead of waiting out the lease.
 
 The elector is a plain object driven by `run(stop)` on a thread of the caller's choosing. Time is
-injected (`monotonic`, `now`, `sleep`, `jitter`) so the unit tests run the whole protocol against a
+injected (`clock`, `jitter`) so the unit tests run the whole protocol against a
 fake API server without sleeping. It talks to the API through `Kube.request` only, with per-request
 timeouts bounded by the renew deadline.
 """
@@ -27,7 +27,6 @@ import math
 import random
 import socket
 import threading
-import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -36,8 +35,9 @@ from typing import Any, Protocol
 
 import structlog
 
-from controller.job.timeutil import parse_time, utcnow
+from controller.job.timeutil import parse_time
 from kube import ApiError, resource_path
+from kube.clock import REAL_CLOCK, Clock
 
 log = structlog.get_logger(__name__)
 
@@ -150,9 +150,7 @@ class LeaderElector:
         on_started_leading: Callable[[], None] | None = None,
         on_lost_leadership: Callable[[], None] | None = None,
         on_new_leader: Callable[[str], None] | None = None,
-        monotonic: Callable[[], float] = time.monotonic,
-        now: Callable[[], datetime] = utcnow,
-        sleep: Callable[[float], None] | None = None,
+        clock: Clock = REAL_CLOCK,
         jitter: Callable[[], float] = random.random,
     ) -> None:
         self.client = client
@@ -161,9 +159,7 @@ class LeaderElector:
         self._on_started_leading = on_started_leading
         self._on_lost_leadership = on_lost_leadership
         self._on_new_leader = on_new_leader
-        self._monotonic = monotonic
-        self._now = now
-        self._sleep = sleep
+        self._clock = clock
         self._jitter = jitter
         self._lease: dict[str, Any] | None = None  # the last Lease object read or written
         self._observed: LeaderElectionRecord | None = None
@@ -191,7 +187,7 @@ class LeaderElector:
             return True
         if self._last_contact is None:
             return False
-        return self._monotonic() - self._last_contact <= self.config.lease_duration
+        return self._clock.now() - self._last_contact <= self.config.lease_duration
 
     # ---- the loops -------------------------------------------------------------------------------
 
@@ -230,10 +226,10 @@ class LeaderElector:
     def _renew(self, stop: threading.Event) -> bool:
         """Renew every retry period; False once a round fails for renew_deadline or another holds it."""
         while not stop.is_set():
-            deadline = self._monotonic() + self.config.renew_deadline
+            deadline = self._clock.now() + self.config.renew_deadline
             renewed = False
             while not stop.is_set():
-                remaining = deadline - self._monotonic()
+                remaining = deadline - self._clock.now()
                 if remaining <= 0:
                     break
                 if self.try_acquire_or_renew(remaining):
@@ -241,7 +237,7 @@ class LeaderElector:
                     break
                 if self._observed is not None and self._observed.holder_identity != self.identity:
                     return False  # someone else holds it now: stop at once
-                self._pause(stop, min(self.config.retry_period, max(0.0, deadline - self._monotonic())))
+                self._pause(stop, min(self.config.retry_period, max(0.0, deadline - self._clock.now())))
             if stop.is_set():
                 return True
             if not renewed:
@@ -250,16 +246,13 @@ class LeaderElector:
         return True
 
     def _pause(self, stop: threading.Event, seconds: float) -> None:
-        if self._sleep is not None:
-            self._sleep(seconds)
-        else:
-            stop.wait(seconds)
+        self._clock.sleep(seconds, stop)
 
     # ---- one attempt -----------------------------------------------------------------------------
 
     def try_acquire_or_renew(self, timeout: float) -> bool:
         """One client-go `tryAcquireOrRenew`: True if this process holds the Lease afterwards."""
-        now = self._now()
+        now = self._clock.wall()
         desired = LeaderElectionRecord(
             holder_identity=self.identity, lease_duration_seconds=self.config.lease_seconds,
             acquire_time=now, renew_time=now, lease_transitions=0,
@@ -282,7 +275,7 @@ class LeaderElector:
                 return False
             return self._create(desired, timeout)
 
-        self._last_contact = self._monotonic()
+        self._last_contact = self._clock.now()
         self._lease = lease
         old = LeaderElectionRecord.from_lease(lease)
         self._observe(old)
@@ -307,7 +300,7 @@ class LeaderElector:
         if not self._holds_observed() or self._observed is None or self._lease is None:
             self._leading = False
             return True
-        now = self._now()
+        now = self._clock.wall()
         record = LeaderElectionRecord(holder_identity="", lease_duration_seconds=1, acquire_time=now,
                                       renew_time=now, lease_transitions=self._observed.lease_transitions)
         self._leading = False
@@ -327,12 +320,12 @@ class LeaderElector:
     def _lease_valid(self) -> bool:
         if self._observed is None:
             return False
-        return self._observed_at + self._observed.lease_duration_seconds > self._monotonic()
+        return self._observed_at + self._observed.lease_duration_seconds > self._clock.now()
 
     def _observe(self, record: LeaderElectionRecord) -> None:
         if record != self._observed:
             self._observed = record
-            self._observed_at = self._monotonic()
+            self._observed_at = self._clock.now()
         holder = record.holder_identity
         if holder and holder != self._reported_leader:
             self._reported_leader = holder
@@ -346,7 +339,7 @@ class LeaderElector:
                 "metadata": {"name": self.config.name, "namespace": self.config.namespace},
                 "spec": record.to_spec()}
         collection = resource_path("coordination.k8s.io", "v1", "leases", self.config.namespace)
-        sent_at = self._monotonic()
+        sent_at = self._clock.now()
         try:
             created = self._call("POST", collection, body=body, timeout=timeout)
         except ApiError as error:
@@ -361,11 +354,11 @@ class LeaderElector:
         assert self._lease is not None
         body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                 "metadata": dict(self._lease.get("metadata") or {}), "spec": record.to_spec()}
-        sent_at = self._monotonic()
+        sent_at = self._clock.now()
         self._stored(self._call("PUT", self.path, body=body, timeout=timeout), record, sent_at)
 
     def _stored(self, lease: dict[str, Any], record: LeaderElectionRecord, sent_at: float) -> None:
-        self._last_contact = self._monotonic()
+        self._last_contact = self._clock.now()
         self._lease = lease
         self._observe(LeaderElectionRecord.from_lease(lease) if lease.get("spec") else record)
         if self._holds_observed():
@@ -380,7 +373,7 @@ class LeaderElector:
         The write fence: a leader that was frozen (or starved) longer than that may have been
         replaced, so it must not write until a renewal proves otherwise (it exits instead)."""
         return (self._leading and self._renewed_at is not None
-                and self._monotonic() - self._renewed_at < self.config.renew_deadline)
+                and self._clock.now() - self._renewed_at < self.config.renew_deadline)
 
     def _call(self, method: str, path: str, *, body: Any = None, timeout: float) -> dict[str, Any]:
         result = self.client.request(method, path, body=body, timeout=max(0.5, timeout))

@@ -12,7 +12,7 @@ from pytest_mock import MockerFixture
 
 from controller.controller import Controller
 from kube import Kube
-from workqueue import FakeClock
+from kube.clock import FakeClock
 
 
 @pytest.fixture
@@ -66,7 +66,7 @@ def running(name: str, owner_uid: str, **status: Any) -> dict[str, Any]:
 
 def test_pod_added_enqueues_its_controlling_job_after_the_batch_period(kube: Mock) -> None:
     clock = FakeClock()
-    controller = Controller(kube, pod_batch_period=0.5, queue_clock=clock)
+    controller = Controller(kube, pod_batch_period=0.5, clock=clock)
     controller._pod_added(pod("j-worker-0", "uid-1"))
     assert drain(controller) == []
     assert settled(controller, clock, 0.5) == ["ns/j"]
@@ -74,7 +74,7 @@ def test_pod_added_enqueues_its_controlling_job_after_the_batch_period(kube: Moc
 
 def test_a_jobs_pod_events_within_the_batch_period_fold_into_one_reconcile(kube: Mock) -> None:
     clock = FakeClock()
-    controller = Controller(kube, pod_batch_period=0.5, queue_clock=clock)
+    controller = Controller(kube, pod_batch_period=0.5, clock=clock)
     for i in range(5):
         controller._pod_added(pod(f"j-worker-{i}", "uid-1"))
         clock.step(0.05)
@@ -84,7 +84,7 @@ def test_a_jobs_pod_events_within_the_batch_period_fold_into_one_reconcile(kube:
 
 def test_the_jobs_service_arriving_joins_its_pods_batch(kube: Mock) -> None:
     clock = FakeClock()
-    controller = Controller(kube, pod_batch_period=0.5, queue_clock=clock)
+    controller = Controller(kube, pod_batch_period=0.5, clock=clock)
     controller._pod_added(pod("j-worker-0", "uid-1"))
     controller._service_added(pod("j", "uid-1"))  # same owner metadata; a Service's shape does not matter here
     assert drain(controller) == []
@@ -93,13 +93,13 @@ def test_the_jobs_service_arriving_joins_its_pods_batch(kube: Mock) -> None:
 
 def test_pod_deletion_starting_enqueues_its_job_at_once(kube: Mock) -> None:
     controller = Controller(kube, pod_batch_period=60)
-    controller.expectations.expect_deletions("ns/j", ["p-j-worker-0"])
+    controller.memory.expectations.expect_deletions("ns/j", ["p-j-worker-0"])
     old = running("j-worker-0", "uid-1")
     new = running("j-worker-0", "uid-1")
     new["metadata"]["deletionTimestamp"] = "2026-11-29T00:00:00Z"
     controller._pod_updated(old, new)
     assert drain(controller) == ["ns/j"]
-    assert controller.expectations.satisfied("ns/j")
+    assert controller.memory.expectations.satisfied("ns/j")
 
 
 def test_pod_failing_enqueues_its_job_at_once(kube: Mock) -> None:
@@ -112,7 +112,7 @@ def test_pod_failing_enqueues_its_job_at_once(kube: Mock) -> None:
 
 def test_pod_update_that_changes_only_its_resource_version_enqueues_nothing(kube: Mock) -> None:
     clock = FakeClock()
-    controller = Controller(kube, pod_batch_period=0.5, queue_clock=clock)
+    controller = Controller(kube, pod_batch_period=0.5, clock=clock)
     newer = running("j-worker-0", "uid-1")
     newer["metadata"]["resourceVersion"] = "2"
     controller._pod_updated(running("j-worker-0", "uid-1"), newer)
@@ -136,9 +136,9 @@ def test_pod_owned_by_another_kind_is_ignored(kube: Mock) -> None:
 
 def test_pod_creation_observed_lowers_the_expectation(kube: Mock) -> None:
     controller = Controller(kube)
-    controller.expectations.expect_creations("ns/j", ["j-worker-0"])
+    controller.memory.expectations.expect_creations("ns/j", ["j-worker-0"])
     controller._pod_added(pod("j-worker-0", "uid-1"))
-    assert controller.expectations.satisfied("ns/j")
+    assert controller.memory.expectations.satisfied("ns/j")
 
 
 def test_node_turning_not_ready_enqueues_jobs_with_pods_there(kube: Mock) -> None:
@@ -154,7 +154,7 @@ def test_node_turning_not_ready_enqueues_jobs_with_pods_there(kube: Mock) -> Non
 
 def test_pod_being_bound_to_a_node_enqueues_nothing(kube: Mock) -> None:
     clock = FakeClock()
-    controller = Controller(kube, pod_batch_period=0.5, queue_clock=clock)
+    controller = Controller(kube, pod_batch_period=0.5, clock=clock)
     pending = running("j-worker-0", "uid-1")
     pending["status"] = {"phase": "Pending"}
     pending["spec"] = {"containers": [{"name": "tensorflow"}]}
@@ -188,4 +188,17 @@ def test_the_echo_of_our_own_status_write_enqueues_nothing_but_any_other_update_
     controller._job_updated(a_job("10"), echo)
     assert drain(controller) == []
     controller._job_updated(echo, {**echo, "metadata": {**echo["metadata"], "resourceVersion": "12"}})
+    assert drain(controller) == ["ns/j"]
+
+
+def test_a_deleted_job_is_forgotten_entirely_and_reconciled_once_more(kube: Mock) -> None:
+    controller = Controller(kube)
+    job = {"metadata": {"name": "j", "namespace": "ns", "uid": "uid-1", "resourceVersion": "7"}}
+    controller.memory.expectations.expect_creations("ns/j", ["j-worker-0"])
+    controller.memory.remember_written("ns/j", "6", job)
+    controller.memory.defer("ns/j", job, {"state": "Created"})
+    controller._job_deleted(job)
+    assert controller.memory.expectations.satisfied("ns/j")
+    assert not controller.memory.wrote("ns/j", "7")
+    assert controller.memory.take_deferred("ns/j", job) is None
     assert drain(controller) == ["ns/j"]

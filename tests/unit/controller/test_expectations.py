@@ -3,14 +3,7 @@
 from __future__ import annotations
 
 from controller.expectations import Expectations
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
+from kube.clock import FakeClock
 
 
 def test_fresh_key_is_satisfied() -> None:
@@ -44,13 +37,13 @@ def test_expected_deletion_is_tracked_by_uid() -> None:
 
 
 def test_expectations_expire_after_the_ttl() -> None:
-    clock = Clock()
+    clock = FakeClock()
     expectations = Expectations(ttl=300, clock=clock)
     expectations.expect_creations("ns/j", ["a"])
     expectations.expect_deletions("ns/j", ["u"])
-    clock.now = 299.9
+    clock.step(299.9)
     assert not expectations.satisfied("ns/j")
-    clock.now = 300.0
+    clock.step(0.1)
     assert expectations.satisfied("ns/j")
 
 

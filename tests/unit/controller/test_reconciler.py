@@ -16,6 +16,7 @@ from controller.job.defaults import apply_defaults
 from controller.job.timeutil import format_time
 from controller.reconciler import STALE_CACHE_WAIT, Reconciler, RequeueError
 from kube import ApiError, Kube
+from kube.clock import FakeClock
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
 LATER = NOW + timedelta(seconds=2)
@@ -72,7 +73,7 @@ def kube(mocker: MockerFixture) -> Mock:
 
 
 def reconciler(kube: Mock, caches: FakeCaches, now: datetime = NOW) -> Reconciler:
-    return Reconciler(kube, caches, clock=lambda: now, create_parallelism=4)
+    return Reconciler(kube, caches, clock=FakeClock(wall=now), create_parallelism=4)
 
 
 def test_new_job_creates_service_and_pods_and_leaves_the_status_to_the_next_reconcile(kube: Mock) -> None:
@@ -88,10 +89,10 @@ def test_new_job_creates_service_and_pods_and_leaves_the_status_to_the_next_reco
 
 def created_then_two_seconds_later(kube: Mock, caches: FakeCaches) -> Reconciler:
     """A reconciler that created the job's pods at NOW and whose clock now reads NOW + 2 s."""
-    clock = [NOW]
-    rec = Reconciler(kube, caches, clock=lambda: clock[0], create_parallelism=4)
+    clock = FakeClock(wall=NOW)
+    rec = Reconciler(kube, caches, clock=clock, create_parallelism=4)
     rec.reconcile("ns/j")
-    clock[0] = LATER
+    clock.step((LATER - NOW).total_seconds())
     return rec
 
 
@@ -228,7 +229,7 @@ def test_creates_refused_because_the_namespace_is_terminating_are_dropped_quietl
                            "terminated", body={"details": {"causes": [{"reason": "NamespaceTerminating"}]}})
     kube.create.side_effect = terminating
     recorder = Mock()
-    Reconciler(kube, FakeCaches(make_job()), clock=lambda: NOW, recorder=recorder).reconcile("ns/j")
+    Reconciler(kube, FakeCaches(make_job()), clock=FakeClock(wall=NOW), recorder=recorder).reconcile("ns/j")
     assert kube.create.call_count >= 1
     assert not [c for c in recorder.method_calls if "FailedCreate" in str(c)]
 
@@ -279,7 +280,7 @@ class Recorder:
 
 def test_creates_and_state_changes_are_recorded_as_events(kube: Mock) -> None:
     recorder = Recorder()
-    rec = Reconciler(kube, FakeCaches(make_job(workers=12)), clock=lambda: NOW, recorder=recorder)  # type: ignore[arg-type]
+    rec = Reconciler(kube, FakeCaches(make_job(workers=12)), clock=FakeClock(wall=NOW), recorder=recorder)  # type: ignore[arg-type]
     rec.reconcile("ns/j")
     reasons = [reason for _, reason, _ in recorder.events]
     assert reasons == ["SuccessfulCreate"]

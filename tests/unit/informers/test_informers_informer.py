@@ -19,7 +19,6 @@ from informers.listwatch import ListerWatcher
 from informers.store import CONTROLLER_UID_INDEX, DeletedFinalStateUnknown, Store
 from informers.testing import (
     FakeListerWatcher,
-    FakeTime,
     FakeWatch,
     added,
     bookmark,
@@ -31,6 +30,7 @@ from informers.testing import (
     wait_until,
 )
 from kube import ApiError
+from kube.clock import FakeClock
 
 Obj = dict[str, Any]
 
@@ -68,8 +68,8 @@ class Recorder:
 
 
 @pytest.fixture
-def time() -> FakeTime:
-    return FakeTime()
+def time() -> FakeClock:
+    return FakeClock(start=1000.0)
 
 
 @pytest.fixture
@@ -83,12 +83,12 @@ def started() -> Iterator[list[SharedInformer]]:
 
 def make(
     sources: ListerWatcher | list[ListerWatcher],
-    time: FakeTime,
+    time: FakeClock,
     started: list[SharedInformer],
     **options: Any,
 ) -> tuple[SharedInformer, Recorder]:
     informer = SharedInformer(
-        sources, name="pods", store=Store(detect_mutations=True), clock=time.clock, sleep=time.sleep, **options
+        sources, name="pods", store=Store(detect_mutations=True), clock=time, **options
     )
     recorder = Recorder(informer)
     informer.add_event_handler(recorder.handler())
@@ -103,7 +103,7 @@ def run_script(informer: SharedInformer, *sources: FakeListerWatcher) -> None:
     informer.store.check_mutations()
 
 
-def test_handlers_see_add_update_delete_in_order_after_the_store_is_updated(time: FakeTime, started: list[SharedInformer]) -> None:
+def test_handlers_see_add_update_delete_in_order_after_the_store_is_updated(time: FakeClock, started: list[SharedInformer]) -> None:
     lw = FakeListerWatcher(
         lists=[page([pod("a", "1")], "10")],
         watches=[FakeWatch([added(pod("b", "11")), modified(pod("a", "12")), deleted(pod("b", "13")), modified(pod("b", "14"))])],
@@ -120,7 +120,7 @@ def test_handlers_see_add_update_delete_in_order_after_the_store_is_updated(time
     ]
 
 
-def test_an_update_carries_the_previous_cached_object(time: FakeTime, started: list[SharedInformer]) -> None:
+def test_an_update_carries_the_previous_cached_object(time: FakeClock, started: list[SharedInformer]) -> None:
     lw = FakeListerWatcher(lists=[page([pod("a", "1", phase="Pending")], "10")], watches=[FakeWatch([modified(pod("a", "11", phase="Running"))])])
     informer, recorder = make(lw, time, started)
     run_script(informer, lw)
@@ -130,7 +130,7 @@ def test_an_update_carries_the_previous_cached_object(time: FakeTime, started: l
 
 
 def test_410_relists_and_emits_tombstone_deletes_for_objects_deleted_while_disconnected(
-    time: FakeTime, started: list[SharedInformer]
+    time: FakeClock, started: list[SharedInformer]
 ) -> None:
     relists: list[str] = []
     lw = FakeListerWatcher(
@@ -150,7 +150,7 @@ def test_410_relists_and_emits_tombstone_deletes_for_objects_deleted_while_disco
     assert lw.watch_versions() == ["10", "30"]
 
 
-def test_stream_end_rewatches_from_the_last_version_without_duplicate_adds(time: FakeTime, started: list[SharedInformer]) -> None:
+def test_stream_end_rewatches_from_the_last_version_without_duplicate_adds(time: FakeClock, started: list[SharedInformer]) -> None:
     lw = FakeListerWatcher(
         lists=[page([pod("a", "1")], "10")],
         watches=[FakeWatch([added(pod("b", "11"))]), FakeWatch([bookmark("12")]), FakeWatch([modified(pod("b", "13"))])],
@@ -161,7 +161,7 @@ def test_stream_end_rewatches_from_the_last_version_without_duplicate_adds(time:
     assert lw.count("list") == 1 and lw.watch_versions() == ["10", "11", "12", "13"]
 
 
-def test_connection_error_backs_off_then_recovers(time: FakeTime, started: list[SharedInformer]) -> None:
+def test_connection_error_backs_off_then_recovers(time: FakeClock, started: list[SharedInformer]) -> None:
     refused = ApiError(0, "NewConnectionError", "Connection refused")
     lw = FakeListerWatcher(
         lists=[page([], "10")],
@@ -180,7 +180,7 @@ def test_connection_error_backs_off_then_recovers(time: FakeTime, started: list[
     assert informer.relist_count == 0
 
 
-def test_resync_redelivers_cached_objects_as_updates_without_api_calls(time: FakeTime, started: list[SharedInformer]) -> None:
+def test_resync_redelivers_cached_objects_as_updates_without_api_calls(time: FakeClock, started: list[SharedInformer]) -> None:
     lw = FakeListerWatcher(lists=[page([pod("a", "1"), pod("b", "2")], "10")])
     informer, recorder = make(lw, time, started)
     run_script(informer, lw)
@@ -193,7 +193,7 @@ def test_resync_redelivers_cached_objects_as_updates_without_api_calls(time: Fak
     assert lw.calls == calls_before
 
 
-def test_the_resync_thread_redelivers_periodically(time: FakeTime, started: list[SharedInformer]) -> None:
+def test_the_resync_thread_redelivers_periodically(time: FakeClock, started: list[SharedInformer]) -> None:
     lw = FakeListerWatcher(lists=[page([pod("a", "1")], "10")])
     informer, recorder = make(lw, time, started, resync_period=0.01)
     run_script(informer, lw)
@@ -202,14 +202,14 @@ def test_the_resync_thread_redelivers_periodically(time: FakeTime, started: list
     assert lw.count("list") == 1 and lw.count("watch") == 1
 
 
-def test_resync_period_zero_starts_no_resync_thread(time: FakeTime, started: list[SharedInformer]) -> None:
+def test_resync_period_zero_starts_no_resync_thread(time: FakeClock, started: list[SharedInformer]) -> None:
     lw = FakeListerWatcher(lists=[page([], "10")])
     informer, _ = make(lw, time, started)
     run_script(informer, lw)
     assert [t.name for t in informer.threads] == ["informer-pods-0"]
 
 
-def test_stop_joins_every_thread_and_closes_every_watch(time: FakeTime, started: list[SharedInformer]) -> None:
+def test_stop_joins_every_thread_and_closes_every_watch(time: FakeClock, started: list[SharedInformer]) -> None:
     sources = [FakeListerWatcher(lists=[page([], "10")], namespace=ns) for ns in ("x", "y", "z")]
     informer, _ = make(sources, time, started, resync_period=3600)  # type: ignore[arg-type]
     run_script(informer, *sources)
@@ -219,7 +219,7 @@ def test_stop_joins_every_thread_and_closes_every_watch(time: FakeTime, started:
     assert all(s.idle[0].closed.is_set() for s in sources)
 
 
-def test_wait_for_sync_returns_once_every_reflector_listed(time: FakeTime, started: list[SharedInformer]) -> None:
+def test_wait_for_sync_returns_once_every_reflector_listed(time: FakeClock, started: list[SharedInformer]) -> None:
     gate = threading.Event()
 
     class SlowList(FakeListerWatcher):
@@ -239,16 +239,16 @@ def test_wait_for_sync_returns_once_every_reflector_listed(time: FakeTime, start
     assert informer.has_synced()
 
 
-def test_wait_for_sync_gives_up_when_stopped(time: FakeTime, started: list[SharedInformer]) -> None:
+def test_wait_for_sync_gives_up_when_stopped(time: FakeClock, started: list[SharedInformer]) -> None:
     lw = FakeListerWatcher(lists=[ApiError(503)] * 3 + [page([], "1")])
-    informer = SharedInformer(lw, name="pods", sleep=lambda _: None, clock=time.clock)
+    informer = SharedInformer(lw, name="pods", clock=time)
     started.append(informer)
     # Not started at all: stop() wakes any waiter, and wait_for_sync reports "not synced".
     informer.stop()
     assert informer.wait_for_sync(timeout=10) is False
 
 
-def test_namespaces_share_one_store_and_a_relist_replaces_only_its_namespace(time: FakeTime, started: list[SharedInformer]) -> None:
+def test_namespaces_share_one_store_and_a_relist_replaces_only_its_namespace(time: FakeClock, started: list[SharedInformer]) -> None:
     x = FakeListerWatcher(
         lists=[page([pod("a", "1", namespace="x")], "10"), page([], "20")],
         watches=[FakeWatch([error_event(410, "Gone")])],
@@ -262,7 +262,7 @@ def test_namespaces_share_one_store_and_a_relist_replaces_only_its_namespace(tim
     assert [r.name for r in informer.reflectors] == ["pods[x]", "pods[y]"]
 
 
-def test_a_failing_handler_does_not_stop_delivery_to_others(time: FakeTime, started: list[SharedInformer]) -> None:
+def test_a_failing_handler_does_not_stop_delivery_to_others(time: FakeClock, started: list[SharedInformer]) -> None:
     lw = FakeListerWatcher(lists=[page([], "10")], watches=[FakeWatch([added(pod("a", "11")), added(pod("b", "12"))])])
     informer, recorder = make(lw, time, started)
 
@@ -275,7 +275,7 @@ def test_a_failing_handler_does_not_stop_delivery_to_others(time: FakeTime, star
     assert informer.relist_count == 0
 
 
-def test_a_handler_added_late_first_receives_the_cached_objects(time: FakeTime, started: list[SharedInformer]) -> None:
+def test_a_handler_added_late_first_receives_the_cached_objects(time: FakeClock, started: list[SharedInformer]) -> None:
     lw = FakeListerWatcher(lists=[page([pod("a", "1"), pod("b", "2")], "10")])
     informer, _ = make(lw, time, started)
     run_script(informer, lw)
@@ -284,7 +284,7 @@ def test_a_handler_added_late_first_receives_the_cached_objects(time: FakeTime, 
     assert sorted(late) == ["a", "b"]
 
 
-def test_a_removed_handler_gets_nothing_more(time: FakeTime, started: list[SharedInformer]) -> None:
+def test_a_removed_handler_gets_nothing_more(time: FakeClock, started: list[SharedInformer]) -> None:
     lw = FakeListerWatcher(lists=[page([pod("a", "1")], "10")])
     informer, _ = make(lw, time, started)
     run_script(informer, lw)
@@ -295,7 +295,7 @@ def test_a_removed_handler_gets_nothing_more(time: FakeTime, started: list[Share
     assert seen == []
 
 
-def test_cached_objects_are_slimmed_and_indexed(time: FakeTime, started: list[SharedInformer]) -> None:
+def test_cached_objects_are_slimmed_and_indexed(time: FakeClock, started: list[SharedInformer]) -> None:
     lw = FakeListerWatcher(
         lists=[page([pod("a", "1", owner_uid="job-1", managed_fields=True)], "10")],
         watches=[FakeWatch([added(pod("b", "11", owner_uid="job-1", managed_fields=True))])],
@@ -308,7 +308,7 @@ def test_cached_objects_are_slimmed_and_indexed(time: FakeTime, started: list[Sh
     assert informer.get("default/a") is owned[0]
 
 
-def test_start_twice_is_an_error(time: FakeTime, started: list[SharedInformer]) -> None:
+def test_start_twice_is_an_error(time: FakeClock, started: list[SharedInformer]) -> None:
     lw = FakeListerWatcher(lists=[page([], "10")])
     informer, _ = make(lw, time, started)
     run_script(informer, lw)

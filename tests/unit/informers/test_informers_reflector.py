@@ -16,7 +16,6 @@ from informers.backoff import Backoff
 from informers.reflector import Reflector
 from informers.testing import (
     FakeListerWatcher,
-    FakeTime,
     FakeWatch,
     RecordingSink,
     added,
@@ -29,12 +28,13 @@ from informers.testing import (
     wait_until,
 )
 from kube import ApiError
+from kube.clock import FakeClock
 
 
-def run(lw: FakeListerWatcher, *, time: FakeTime | None = None, **options: object) -> tuple[Reflector, RecordingSink, FakeTime]:
+def run(lw: FakeListerWatcher, *, time: FakeClock | None = None, **options: object) -> tuple[Reflector, RecordingSink, FakeClock]:
     sink = RecordingSink()
-    time = time or FakeTime()
-    reflector = Reflector(lw, sink, clock=time.clock, sleep=time.sleep, rand=random.Random(1), **options)  # type: ignore[arg-type]
+    time = time or FakeClock(start=1000.0)
+    reflector = Reflector(lw, sink, clock=time, rand=random.Random(1), **options)  # type: ignore[arg-type]
     lw.when_exhausted = reflector.stop
     reflector.run()
     return reflector, sink, time
@@ -83,7 +83,7 @@ def test_list_items_get_kind_and_api_version_from_the_list() -> None:
         def on_replace(self, listed: list[dict[str, object]], *, namespace: str | None, resource_version: str) -> None:
             items.extend(listed)
 
-    reflector = Reflector(lw, Sink(), sleep=lambda _: None)
+    reflector = Reflector(lw, Sink(), clock=FakeClock())
     lw.when_exhausted = reflector.stop
     reflector.run()
     assert (items[0]["kind"], items[0]["apiVersion"]) == ("Pod", "v1")
@@ -101,7 +101,7 @@ def test_a_sink_that_prepares_items_gets_each_page_prepared_before_the_next_is_l
         def on_replace(self, listed: list[dict[str, object]], *, namespace: str | None, resource_version: str) -> None:
             seen.append("replace " + ",".join(str(o.get("prepared")) for o in listed))
 
-    reflector = Reflector(lw, Sink(), page_size=1, sleep=lambda _: None)
+    reflector = Reflector(lw, Sink(), page_size=1, clock=FakeClock())
     lw.when_exhausted = reflector.stop
     reflector.run()
     assert seen == ["prepare a after 1 list(s)", "prepare b after 2 list(s)", "replace True,True"]
@@ -243,11 +243,11 @@ def test_a_watch_that_closes_at_once_with_no_events_backs_off() -> None:
 
 
 def test_a_long_quiet_watch_ending_normally_rewatches_without_back_off() -> None:
-    time = FakeTime()
+    time = FakeClock(start=1000.0)
 
     class QuietWatch(FakeWatch):
         def __iter__(self):  # type: ignore[no-untyped-def]
-            time.now += 300  # the server timeout elapsed without events
+            time.step(300)  # the server timeout elapsed without events
             yield from ()
 
     lw = FakeListerWatcher(lists=[page([], "10")], watches=[QuietWatch([])])
@@ -295,9 +295,9 @@ def test_a_sink_failure_relists() -> None:
             super().on_event(event_type, obj)
 
     lw = FakeListerWatcher(lists=[page([], "10"), page([pod("a", "11")], "11")], watches=[FakeWatch([added(pod("a", "11"))])])
-    time = FakeTime()
+    time = FakeClock(start=1000.0)
     sink = FailingOnce()
-    reflector = Reflector(lw, sink, clock=time.clock, sleep=time.sleep)
+    reflector = Reflector(lw, sink, clock=time)
     lw.when_exhausted = reflector.stop
     reflector.run()
     assert reflector.relist_count == 1
@@ -332,19 +332,19 @@ def test_stop_ends_a_back_off_wait_at_once() -> None:
 
 
 def test_backoff_doubles_from_0_8_to_30_seconds_with_jitter() -> None:
-    time = FakeTime()
-    backoff = Backoff(clock=time.clock, rand=lambda: 0.0)
+    time = FakeClock(start=1000.0)
+    backoff = Backoff(clock=time, rand=lambda: 0.0)
     assert [backoff.next_delay() for _ in range(8)] == pytest.approx([0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 30.0, 30.0])
-    jittered = Backoff(clock=time.clock, rand=lambda: 0.5)
+    jittered = Backoff(clock=time, rand=lambda: 0.5)
     assert jittered.next_delay() == pytest.approx(1.2)
 
 
 def test_backoff_resets_after_two_minutes_without_failures() -> None:
-    time = FakeTime()
-    backoff = Backoff(clock=time.clock, rand=lambda: 0.0)
+    time = FakeClock(start=1000.0)
+    backoff = Backoff(clock=time, rand=lambda: 0.0)
     backoff.next_delay()
     backoff.next_delay()
-    time.now += 121
+    time.step(121)
     assert backoff.next_delay() == pytest.approx(0.8)
 
 

@@ -21,8 +21,9 @@ import pytest
 import urllib3
 from pytest_mock import MockerFixture
 
-from kube import client as kube
 from kube import ApiError, ConfigError, Kube, TokenBucket, WatchStream, parse_path, resource_path
+from kube import client as kube
+from kube.clock import FakeClock
 
 # --- helpers ---------------------------------------------------------------------------------------
 
@@ -408,39 +409,26 @@ def test_a_failing_on_request_hook_never_breaks_a_request(mocker: MockerFixture)
 # --- throttling ------------------------------------------------------------------------------------
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 100.0
-        self.sleeps: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
-
-
 def test_token_bucket_allows_a_burst_then_paces_at_qps() -> None:
-    clock = FakeClock()
-    bucket = TokenBucket(10, 3, clock=clock, sleep=clock.sleep)
+    clock = FakeClock(start=100.0)
+    bucket = TokenBucket(10, 3, clock=clock)
     waits = [bucket.acquire() for _ in range(5)]
     assert waits[:3] == [0.0, 0.0, 0.0]
     assert waits[3:] == pytest.approx([0.1, 0.1])
 
 
 def test_token_bucket_refills_while_idle_up_to_burst() -> None:
-    clock = FakeClock()
-    bucket = TokenBucket(2, 2, clock=clock, sleep=clock.sleep)
+    clock = FakeClock(start=100.0)
+    bucket = TokenBucket(2, 2, clock=clock)
     bucket.acquire()
     bucket.acquire()
-    clock.now += 60
+    clock.step(60)
     assert [bucket.acquire() for _ in range(3)] == pytest.approx([0.0, 0.0, 0.5])
 
 
 def test_token_bucket_reservations_queue_up_across_threads() -> None:
-    clock = FakeClock()
-    bucket = TokenBucket(4, 1, clock=clock, sleep=clock.sleep)
+    clock = FakeClock(start=100.0)
+    bucket = TokenBucket(4, 1, clock=clock)
     delays = sorted(bucket.reserve() for _ in range(4))
     assert delays == pytest.approx([0.0, 0.25, 0.5, 0.75])
 
@@ -533,7 +521,7 @@ JOBS_RESOURCES = {
 
 
 def test_has_api_answers_from_discovery_and_caches(mocker: MockerFixture) -> None:
-    clock = FakeClock()
+    clock = FakeClock(start=100.0)
     k = Kube.for_host("http://127.0.0.1:9", clock=clock)
     get = mocker.patch.object(k, "get", return_value=JOBS_RESOURCES)
     assert k.has_api("kubeflow.org", "v1")
@@ -543,12 +531,12 @@ def test_has_api_answers_from_discovery_and_caches(mocker: MockerFixture) -> Non
 
 
 def test_has_api_is_false_on_404_and_asks_again_later(mocker: MockerFixture) -> None:
-    clock = FakeClock()
+    clock = FakeClock(start=100.0)
     k = Kube.for_host("http://127.0.0.1:9", clock=clock)
     get = mocker.patch.object(k, "get", side_effect=[ApiError(404), JOBS_RESOURCES])
     assert not k.has_api("kubeflow.org", "v1")
     assert not k.has_api("kubeflow.org", "v1")
-    clock.now += 11
+    clock.step(11)
     assert k.has_api("kubeflow.org", "v1")
     assert get.call_count == 2
 

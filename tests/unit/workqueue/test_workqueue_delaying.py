@@ -11,7 +11,8 @@ from collections.abc import Callable
 
 import pytest
 
-from workqueue import DelayingQueue, FakeClock, RealClock
+from kube.clock import FakeClock, RealClock
+from workqueue import DelayingQueue
 from workqueue.delaying import MAX_WAIT
 
 

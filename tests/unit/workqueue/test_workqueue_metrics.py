@@ -5,7 +5,8 @@ import gc
 import pytest
 from prometheus_client import CollectorRegistry
 
-from workqueue import DelayingQueue, FakeClock, NoopMetricsProvider, PrometheusMetricsProvider, Queue
+from kube.clock import FakeClock
+from workqueue import DelayingQueue, NoopMetricsProvider, PrometheusMetricsProvider, Queue
 
 
 @pytest.fixture

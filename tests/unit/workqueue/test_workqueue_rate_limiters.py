@@ -4,9 +4,9 @@ import math
 
 import pytest
 
+from kube.clock import FakeClock
 from workqueue import (
     BucketRateLimiter,
-    FakeClock,
     ItemExponentialFailureRateLimiter,
     ItemFastSlowRateLimiter,
     MaxOfRateLimiter,

@@ -6,7 +6,8 @@ delay is visible as the deadline the delaying thread sleeps until (fake time sta
 
 from collections.abc import Callable
 
-from workqueue import FakeClock, ItemExponentialFailureRateLimiter, RateLimitingQueue
+from kube.clock import FakeClock
+from workqueue import ItemExponentialFailureRateLimiter, RateLimitingQueue
 
 
 def test_add_rate_limited_delays_by_the_limiter_and_counts_requeues(
@@ -96,7 +97,8 @@ def test_default_queue_retries_first_after_5ms(
 
 
 def test_add_rate_limited_waits_at_least_the_minimum_delay() -> None:
-    from workqueue import FakeClock, RateLimitingQueue
+    from kube.clock import FakeClock
+    from workqueue import RateLimitingQueue
 
     clock = FakeClock()
     queue: RateLimitingQueue[str] = RateLimitingQueue(clock=clock)

@@ -2,8 +2,7 @@
 
 Each test fails while the bug it names is there (the fixes belong in controller/ or informers/,
 which this suite does not touch) and stays as a regression test once it is fixed; each docstring
-gives the evidence from the chaos run, the cause and the fix (proposed, or the commit that made
-it). They need no cluster.
+gives the evidence from the chaos run, the cause and the fix. They need no cluster.
 """
 
 from __future__ import annotations
@@ -17,36 +16,24 @@ from unittest.mock import Mock
 from controller.controller import Controller
 from controller.expectations import Expectations
 from controller.job.builders import build_pods, build_service
-from controller.job.defaults import apply_defaults
 from controller.job.plan import FORCE_DELETE_AFTER, plan_job
 from controller.job.timeutil import format_time
+from controller.memory import JobMemory
 from controller.reconciler import Reconciler, RequeueError
 from informers.reflector import Reflector
-from informers.testing import FakeListerWatcher, FakeTime, RecordingSink, page, pod
+from informers.testing import FakeListerWatcher, RecordingSink, page, pod
 from kube import ApiError, Kube
+from kube.clock import FakeClock
+from tests.support.jobs import make_job, pods_for
 from workqueue import RateLimitingQueue
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
 
 
-def job_with_workers(workers: int) -> dict[str, Any]:
-    return apply_defaults({
-        "apiVersion": "kubeflow.org/v1", "kind": "TensorFlowJob",
-        "metadata": {"name": "j", "namespace": "ns", "uid": "job-uid", "generation": 1},
-        "spec": {"worker": {"replicas": workers, "restartPolicy": "OnFailure",
-                            "template": {"spec": {"containers": [{"name": "tensorflow", "image": "tf"}]}}}},
-    })
-
-
 def pods_stuck_on_a_dead_node(job: dict[str, Any]) -> list[dict[str, Any]]:
     """Every pod Running on node `dead`, evicted long enough ago to be force-deleted now."""
     evicted = format_time(NOW - timedelta(seconds=FORCE_DELETE_AFTER + 5))
-    pods = build_pods(job)
-    for number, stuck in enumerate(pods):
-        stuck["metadata"].update(uid=f"pod-uid-{number}", deletionTimestamp=evicted)
-        stuck["spec"]["nodeName"] = "dead"
-        stuck["status"] = {"phase": "Running"}
-    return pods
+    return pods_for(job, node="dead", uid="pod-uid-{index}", deletionTimestamp=evicted)
 
 
 def test_a_pod_already_force_deleted_is_not_force_deleted_again_while_the_cache_lags() -> None:
@@ -57,10 +44,10 @@ def test_a_pod_already_force_deleted_is_not_force_deleted_again_while_the_cache_
     The UID precondition turns the repeat into a harmless 404, but it is a wasted API call, and the
     reconciler counts the 404 as a deletion in its log line and metric.
 
-    Cause: `controller/plan.py`, `_Planner._delete` ignored `pending_deletes` when `force=True`, and
-    `controller/reconciler.py`, `_delete_pods`, counted a 404 as a deletion. Fix (as proposed: skip
-    every pending UID, count only deletions that happened): commit 05e1fb5."""
-    job = job_with_workers(2)
+    Cause: `controller/job/plan.py`, `_Planner._delete` ignored `pending_deletes` when `force=True`,
+    and `controller/reconciler.py`, `_delete_pods`, counted a 404 as a deletion. Fix: skip every
+    pending UID, and count only deletions that happened."""
+    job = make_job(worker=2)
     pods = pods_stuck_on_a_dead_node(job)
     plan = plan_job(job, pods, build_service(job), now=NOW, node_ready=lambda _node: False,
                     pending_deletes=frozenset({"pod-uid-0"}))
@@ -76,12 +63,12 @@ def test_the_reflector_waits_out_a_retry_after_before_watching_again() -> None:
     and waits only its own back-off (0.8 s + up to 100 % jitter for the first failure); client-go
     honours Retry-After for every request, lists and watches included.
 
-    Fix (as proposed): `informers/reflector.py` remembers the error's `retry_after` and `_pause` sleeps
-    `max(self._backoff.next_delay(), retry_after)`, for failed lists and watches (commit dfaf5de)."""
+    Fix: `informers/reflector.py` remembers the error's `retry_after` and `_pause` sleeps
+    `max(self._backoff.next_delay(), retry_after)`, for failed lists and watches."""
     throttled = ApiError(429, "TooManyRequests", "slow down", retry_after=5.0)
     lister = FakeListerWatcher(lists=[page([pod("a", "1")], "10")], watches=[throttled])
-    time = FakeTime()
-    reflector = Reflector(lister, RecordingSink(), clock=time.clock, sleep=time.sleep, rand=random.Random(1))
+    time = FakeClock()
+    reflector = Reflector(lister, RecordingSink(), clock=time, rand=random.Random(1))
     lister.when_exhausted = reflector.stop
     reflector.run()
 
@@ -122,9 +109,9 @@ def test_a_transient_error_while_checking_who_owns_an_existing_pod_is_not_a_name
     reconcile, but users are told a false story (and alerting on NameConflict would fire).
 
     Cause: `controller/reconciler.py`, `Reconciler._ours` returned False for *any* ApiError, and
-    `_create_pods` then treated AlreadyExists as a conflict. Fix (as proposed): an owner that cannot
-    be read is retried and requeued, never reported as a NameConflict (commit e50c7d0)."""
-    job = job_with_workers(1)
+    `_create_pods` then treated AlreadyExists as a conflict. Fix: an owner that cannot be read is
+    retried and requeued, never reported as a NameConflict."""
+    job = make_job(worker=1)
     kube = Mock(spec=Kube)
     kube.create.side_effect = lambda path, body: (_ for _ in ()).throw(
         ApiError(409, "AlreadyExists", "pods j-worker-0 already exists")) if path.endswith("/pods") else body
@@ -132,7 +119,7 @@ def test_a_transient_error_while_checking_who_owns_an_existing_pod_is_not_a_name
     kube.patch.side_effect = lambda path, body, **_: {**job, "status": body["status"]}
     events = _Events()
     reconciler = Reconciler(kube, _Caches({**job, "metadata": {**job["metadata"], "resourceVersion": "1"}}),
-                            recorder=events, clock=lambda: NOW, create_parallelism=2)  # type: ignore[arg-type]
+                            recorder=events, clock=FakeClock(wall=NOW), create_parallelism=2)  # type: ignore[arg-type]
 
     with contextlib.suppress(RequeueError):
         reconciler.reconcile("ns/j")
@@ -158,13 +145,13 @@ def test_a_retry_after_the_reconcile_could_not_wait_out_is_honoured_by_the_reque
     """Fault 7 (faulty API) evidence: a status PATCH failed five times (500, drop, 429 + Retry-After 2,
     429 + Retry-After 3, 500); tenacity gave up, the reconcile raised RequeueError and the work queue
     sent the same PATCH again 7 ms later (its per-item back-off starts at 5 ms). Had the fifth answer
-    been the 429, its Retry-After would have been ignored; and a Retry-After above `retry.py`'s
+    been the 429, its Retry-After would have been ignored; and a Retry-After above `kube/retry.py`'s
     `max_retry_after` (10 s) is never waited for at all: tenacity stops at once and the key is back
     in 5 ms, so an API server that asks for 30 s of quiet is hit again at once, and again.
 
-    Fix (as proposed: the RequeueError carries the largest Retry-After behind it and
-    `Controller._process` requeues no sooner than that): commit 05e1fb5."""
-    job = job_with_workers(1)
+    Fix: the RequeueError carries the largest Retry-After behind it and `Controller._process`
+    requeues no sooner than that."""
+    job = make_job(worker=1)
     job["metadata"]["resourceVersion"] = "1"
     kube = Mock(spec=Kube)
     kube.create.side_effect = lambda path, body: body
@@ -172,7 +159,7 @@ def test_a_retry_after_the_reconcile_could_not_wait_out_is_honoured_by_the_reque
     controller = Controller(kube, namespaces=["ns"], watch_nodes=False, use_kueue=False)
     queue = _RecordingQueue()
     controller.queue = queue
-    controller.reconciler = Reconciler(kube, _Caches(job), clock=lambda: NOW, create_parallelism=2)  # type: ignore[arg-type]
+    controller.reconciler = Reconciler(kube, _Caches(job), clock=FakeClock(wall=NOW), create_parallelism=2)  # type: ignore[arg-type]
     try:
         controller._process("ns/j")  # creates the pod; its status waits for the next reconcile
         assert kube.patch.call_count == 0 and not queue.delays
@@ -190,7 +177,7 @@ def test_a_job_whose_pods_exist_but_whose_start_time_was_never_written_still_get
     within 26 s) stayed `Running` for 260 s with both workers Running and was never failed with
     DeadlineExceeded.
 
-    Cause: `controller/plan.py`, `_Planner._create_missing` sets `status.startTime` only in the
+    Cause: `controller/job/plan.py`, `_Planner._create_missing` sets `status.startTime` only in the
     reconcile that creates pods, and the reconciler writes the status after the creates. If that
     status write never happens — the operator is killed between the creates and the write, or the
     write is refused (a 409 Conflict was logged several times in that run) — every later reconcile
@@ -198,18 +185,13 @@ def test_a_job_whose_pods_exist_but_whose_start_time_was_never_written_still_get
     False without a startTime, so the deadline never fires (and `kubectl get -o wide` shows no
     Started).
 
-    Fix (as proposed: a job found with pods but no startTime starts its deadline clock from its
-    pods): commit e643216."""
-    job = job_with_workers(2)
+    Fix: a job found with pods but no startTime starts its deadline clock from its pods."""
+    job = make_job(worker=2)
     job["spec"]["activeDeadlineSeconds"] = 10
     job["status"] = {"conditions": [{"type": "Created", "status": "True", "reason": "JobCreated", "message": "",
                                      "lastTransitionTime": format_time(NOW - timedelta(seconds=60))}]}
-    pods = build_pods(job)
-    for number, running in enumerate(pods):
-        running["metadata"].update(uid=f"pod-uid-{number}",
-                                   creationTimestamp=format_time(NOW - timedelta(seconds=60)))
-        running["spec"]["nodeName"] = "node-a"
-        running["status"] = {"phase": "Running"}
+    created = format_time(NOW - timedelta(seconds=60))
+    pods = pods_for(job, node="node-a", uid="pod-uid-{index}", creationTimestamp=created)
 
     plan = plan_job(job, pods, build_service(job), now=NOW)
 
@@ -247,12 +229,13 @@ def test_a_pod_the_cache_had_not_shown_yet_does_not_block_its_slot_once_it_is_go
 
     Cause: `controller/reconciler.py` read `pending_creations` in `_create_pods`, after the plan
     was made from the cache (client-go reads the expectations *before* the cache), and kept the
-    expectation on AlreadyExists-ours. Fix (as proposed: expectations read before the cache, and an
-    AlreadyExists of our own pod lowers its expectation): commit 754fb0f."""
-    job = job_with_workers(1)
+    expectation on AlreadyExists-ours. Fix: the expectations are read before the cache, and an
+    AlreadyExists of our own pod lowers its expectation."""
+    job = make_job(worker=1)
     job["metadata"]["resourceVersion"] = "1"
     key = "ns/j"
-    expectations = Expectations()
+    memory = JobMemory()
+    expectations = memory.expectations
     expectations.expect_creations(key, ["j-worker-0"])  # created by the previous reconcile
     caches = _LaggingCaches(job, expectations, key, arriving="j-worker-0")
     ours = build_pods(job)[0]
@@ -262,7 +245,7 @@ def test_a_pod_the_cache_had_not_shown_yet_does_not_block_its_slot_once_it_is_go
         ApiError(409, "AlreadyExists", "pods j-worker-0 already exists")) if path.endswith("/pods") else body
     kube.get.return_value = ours
     kube.patch.side_effect = lambda path, body, **_: {**job, "status": body["status"]}
-    reconciler = Reconciler(kube, caches, expectations=expectations, clock=lambda: NOW,  # type: ignore[arg-type]
+    reconciler = Reconciler(kube, caches, memory=memory, clock=FakeClock(wall=NOW),  # type: ignore[arg-type]
                             create_parallelism=2)
     with contextlib.suppress(RequeueError):
         reconciler.reconcile(key)

@@ -13,6 +13,7 @@ from controller.job.defaults import apply_defaults
 from controller.kueue import protocol as kueue
 from controller.kueue.gate import KueueGate
 from kube import Kube
+from kube.clock import FakeClock
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
 
@@ -43,7 +44,7 @@ def kube(mocker: MockerFixture) -> Mock:
 
 
 def gate(kube: Mock, workload: dict[str, Any] | None, flavors: dict[str, Any] | None = None) -> KueueGate:
-    return KueueGate(kube, lambda _uid: workload, lambda name: (flavors or {}).get(name), lambda: NOW)
+    return KueueGate(kube, lambda _uid: workload, lambda name: (flavors or {}).get(name), FakeClock(wall=NOW))
 
 
 def test_queued_job_without_workload_creates_one_and_waits(kube: Mock) -> None:

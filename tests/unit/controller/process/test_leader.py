@@ -26,31 +26,10 @@ from controller.process.leader import (
     parse_micro_time,
 )
 from kube import ApiError
+from kube.clock import FakeClock
 
 LEASE_PATH = "/apis/coordination.k8s.io/v1/namespaces/ops/leases/tfjob-operator"
 START = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = 1000.0
-        self.sleeps: list[float] = []
-        self.on_sleep: Callable[[], None] | None = None
-
-    def monotonic(self) -> float:
-        return self.t
-
-    def now(self) -> datetime:
-        return START + timedelta(seconds=self.t - 1000.0)
-
-    def advance(self, seconds: float) -> None:
-        self.t += seconds
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.t += seconds
-        if self.on_sleep is not None:
-            self.on_sleep()
 
 
 class FakeLeaseServer:
@@ -105,8 +84,8 @@ class FakeLeaseServer:
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clock() -> FakeClock:
+    return FakeClock(start=1000.0, wall=START)
 
 
 @pytest.fixture
@@ -114,17 +93,17 @@ def server() -> FakeLeaseServer:
     return FakeLeaseServer()
 
 
-def elector(server: FakeLeaseServer, clock: Clock, identity: str, **kwargs: Any) -> LeaderElector:
+def elector(server: FakeLeaseServer, clock: FakeClock, identity: str, **kwargs: Any) -> LeaderElector:
     timings = {k: kwargs.pop(k) for k in ("lease_duration", "renew_deadline", "retry_period") if k in kwargs}
     config = LeaderElectionConfig(namespace="ops", name="tfjob-operator", identity=identity, **timings)
-    return LeaderElector(server, config, monotonic=clock.monotonic, now=clock.now, sleep=clock.sleep,
+    return LeaderElector(server, config, clock=clock,
                          jitter=lambda: 0.0, **kwargs)
 
 
 # ---- acquiring -----------------------------------------------------------------------------------
 
 
-def test_first_candidate_creates_the_lease_with_client_go_fields(server: FakeLeaseServer, clock: Clock) -> None:
+def test_first_candidate_creates_the_lease_with_client_go_fields(server: FakeLeaseServer, clock: FakeClock) -> None:
     a = elector(server, clock, "a")
 
     assert a.try_acquire_or_renew(10.0)
@@ -136,35 +115,35 @@ def test_first_candidate_creates_the_lease_with_client_go_fields(server: FakeLea
     assert a.leader() == "a"
 
 
-def test_second_candidate_cannot_take_a_fresh_lease(server: FakeLeaseServer, clock: Clock) -> None:
+def test_second_candidate_cannot_take_a_fresh_lease(server: FakeLeaseServer, clock: FakeClock) -> None:
     a, b = elector(server, clock, "a"), elector(server, clock, "b")
     assert a.try_acquire_or_renew(10.0)
 
-    clock.advance(5)
+    clock.step(5)
     assert not b.try_acquire_or_renew(10.0)
 
     assert server.spec()["holderIdentity"] == "a"
     assert b.leader() == "a"
 
 
-def test_standby_takes_over_only_after_a_full_lease_without_renewal(server: FakeLeaseServer, clock: Clock) -> None:
+def test_standby_takes_over_only_after_a_full_lease_without_renewal(server: FakeLeaseServer, clock: FakeClock) -> None:
     a, b = elector(server, clock, "a"), elector(server, clock, "b")
     assert a.try_acquire_or_renew(10.0)
     assert not b.try_acquire_or_renew(10.0)  # b observes a's record now
 
-    clock.advance(14.9)
+    clock.step(14.9)
     assert not b.try_acquire_or_renew(10.0)
-    clock.advance(0.2)
+    clock.step(0.2)
     assert b.try_acquire_or_renew(10.0)
 
     spec = server.spec()
     assert spec["holderIdentity"] == "b"
     assert spec["leaseTransitions"] == 1
-    assert parse_micro_time(spec["acquireTime"]) == clock.now()
+    assert parse_micro_time(spec["acquireTime"]) == clock.wall()
 
 
 def test_expiry_is_timed_from_local_observation_not_the_remote_renew_time(
-        server: FakeLeaseServer, clock: Clock) -> None:
+        server: FakeLeaseServer, clock: FakeClock) -> None:
     # The holder's clock is an hour behind: its renewTime looks ancient, but it renews.
     a = elector(server, clock, "a")
     assert a.try_acquire_or_renew(10.0)
@@ -174,7 +153,7 @@ def test_expiry_is_timed_from_local_observation_not_the_remote_renew_time(
     assert not b.try_acquire_or_renew(10.0)
 
 
-def test_an_empty_holder_is_taken_at_once(server: FakeLeaseServer, clock: Clock) -> None:
+def test_an_empty_holder_is_taken_at_once(server: FakeLeaseServer, clock: FakeClock) -> None:
     a, b = elector(server, clock, "a"), elector(server, clock, "b")
     assert a.try_acquire_or_renew(10.0)
     assert not b.try_acquire_or_renew(10.0)
@@ -188,12 +167,12 @@ def test_an_empty_holder_is_taken_at_once(server: FakeLeaseServer, clock: Clock)
 
 
 def test_renewal_moves_renew_time_and_keeps_acquire_time_and_transitions(
-        server: FakeLeaseServer, clock: Clock) -> None:
+        server: FakeLeaseServer, clock: FakeClock) -> None:
     a = elector(server, clock, "a")
     assert a.try_acquire_or_renew(10.0)
     first = dict(server.spec())
 
-    clock.advance(2)
+    clock.step(2)
     assert a.try_acquire_or_renew(10.0)
 
     spec = server.spec()
@@ -202,24 +181,24 @@ def test_renewal_moves_renew_time_and_keeps_acquire_time_and_transitions(
     assert parse_micro_time(spec["renewTime"]) == START + timedelta(seconds=2)
 
 
-def test_a_valid_leader_renews_with_one_write_and_no_read(server: FakeLeaseServer, clock: Clock) -> None:
+def test_a_valid_leader_renews_with_one_write_and_no_read(server: FakeLeaseServer, clock: FakeClock) -> None:
     a = elector(server, clock, "a")
     assert a.try_acquire_or_renew(10.0)
     server.requests.clear()
 
-    clock.advance(2)
+    clock.step(2)
     assert a.try_acquire_or_renew(10.0)
 
     assert [method for method, _ in server.requests] == ["PUT"]
 
 
-def test_racing_candidates_cannot_both_win_an_expired_lease(server: FakeLeaseServer, clock: Clock) -> None:
+def test_racing_candidates_cannot_both_win_an_expired_lease(server: FakeLeaseServer, clock: FakeClock) -> None:
     old = elector(server, clock, "old")
     assert old.try_acquire_or_renew(10.0)
     a, b = elector(server, clock, "a"), elector(server, clock, "b")
     assert not a.try_acquire_or_renew(10.0)
     assert not b.try_acquire_or_renew(10.0)
-    clock.advance(16)
+    clock.step(16)
 
     # b's whole attempt runs between a's read and a's write; a's write carries a stale resourceVersion.
     def b_goes_first(method: str) -> None:
@@ -234,7 +213,7 @@ def test_racing_candidates_cannot_both_win_an_expired_lease(server: FakeLeaseSer
     assert server.spec()["leaseTransitions"] == 1
 
 
-def test_racing_creators_cannot_both_win(server: FakeLeaseServer, clock: Clock) -> None:
+def test_racing_creators_cannot_both_win(server: FakeLeaseServer, clock: FakeClock) -> None:
     a, b = elector(server, clock, "a"), elector(server, clock, "b")
 
     def b_creates_first(method: str) -> None:
@@ -248,7 +227,7 @@ def test_racing_creators_cannot_both_win(server: FakeLeaseServer, clock: Clock) 
     assert server.spec()["holderIdentity"] == "b"
 
 
-def test_release_by_a_non_holder_writes_nothing(server: FakeLeaseServer, clock: Clock) -> None:
+def test_release_by_a_non_holder_writes_nothing(server: FakeLeaseServer, clock: FakeClock) -> None:
     a, b = elector(server, clock, "a"), elector(server, clock, "b")
     assert a.try_acquire_or_renew(10.0)
     assert not b.try_acquire_or_renew(10.0)
@@ -263,10 +242,10 @@ def test_release_by_a_non_holder_writes_nothing(server: FakeLeaseServer, clock: 
 # ---- the run loop ----------------------------------------------------------------------------------
 
 
-def test_run_acquires_calls_back_and_returns_true_when_stopped(server: FakeLeaseServer, clock: Clock) -> None:
+def test_run_acquires_calls_back_and_returns_true_when_stopped(server: FakeLeaseServer, clock: FakeClock) -> None:
     stop = threading.Event()
     started: list[float] = []
-    a = elector(server, clock, "a", on_started_leading=lambda: started.append(clock.t))
+    a = elector(server, clock, "a", on_started_leading=lambda: started.append(clock.now()))
     clock.on_sleep = lambda: stop.set() if len(clock.sleeps) >= 3 else None
 
     assert a.run(stop) is True
@@ -279,12 +258,12 @@ def test_run_acquires_calls_back_and_returns_true_when_stopped(server: FakeLease
     assert server.spec()["holderIdentity"] == ""
 
 
-def test_acquire_waits_a_jittered_retry_period_between_attempts(server: FakeLeaseServer, clock: Clock) -> None:
+def test_acquire_waits_a_jittered_retry_period_between_attempts(server: FakeLeaseServer, clock: FakeClock) -> None:
     holder = elector(server, clock, "holder")
     assert holder.try_acquire_or_renew(10.0)
     stop = threading.Event()
     config = LeaderElectionConfig(namespace="ops", name="tfjob-operator", identity="b")
-    b = LeaderElector(server, config, monotonic=clock.monotonic, now=clock.now, sleep=clock.sleep,
+    b = LeaderElector(server, config, clock=clock,
                       jitter=lambda: 0.5, on_started_leading=stop.set)
 
     b.run(stop)
@@ -292,13 +271,13 @@ def test_acquire_waits_a_jittered_retry_period_between_attempts(server: FakeLeas
     assert clock.sleeps and all(s == pytest.approx(2.0 * (1 + 0.5 * 1.2)) for s in clock.sleeps)
     assert server.spec()["holderIdentity"] == "b"
     # Took over within one jittered retry after the holder's lease ran out (observed at t=1000).
-    assert 1015.0 <= clock.t <= 1015.0 + 2.0 * 2.2
+    assert 1015.0 <= clock.now() <= 1015.0 + 2.0 * 2.2
 
 
 def test_run_gives_up_after_the_renew_deadline_and_before_the_lease_expires(
-        server: FakeLeaseServer, clock: Clock) -> None:
+        server: FakeLeaseServer, clock: FakeClock) -> None:
     lost: list[float] = []
-    a = elector(server, clock, "a", on_lost_leadership=lambda: lost.append(clock.t))
+    a = elector(server, clock, "a", on_lost_leadership=lambda: lost.append(clock.now()))
     last_renewal: list[float] = []
 
     def fail_after_two_renewals() -> None:
@@ -319,10 +298,10 @@ def test_run_gives_up_after_the_renew_deadline_and_before_the_lease_expires(
     assert server.spec()["holderIdentity"] == "a"
 
 
-def test_run_stops_leading_at_once_when_another_holder_appears(server: FakeLeaseServer, clock: Clock) -> None:
+def test_run_stops_leading_at_once_when_another_holder_appears(server: FakeLeaseServer, clock: FakeClock) -> None:
     lost: list[float] = []
-    a = elector(server, clock, "a", on_lost_leadership=lambda: lost.append(clock.t))
-    clock.on_sleep = lambda: server.overwrite_holder("intruder", clock.now()) if len(clock.sleeps) == 1 else None
+    a = elector(server, clock, "a", on_lost_leadership=lambda: lost.append(clock.now()))
+    clock.on_sleep = lambda: server.overwrite_holder("intruder", clock.wall()) if len(clock.sleeps) == 1 else None
 
     assert a.run(threading.Event()) is False
 
@@ -330,7 +309,7 @@ def test_run_stops_leading_at_once_when_another_holder_appears(server: FakeLease
     assert a.leader() == "intruder"
 
 
-def test_every_request_is_bounded_by_the_renew_deadline(server: FakeLeaseServer, clock: Clock) -> None:
+def test_every_request_is_bounded_by_the_renew_deadline(server: FakeLeaseServer, clock: FakeClock) -> None:
     a = elector(server, clock, "a", renew_deadline=3.0, lease_duration=4.0, retry_period=0.5)
     clock.on_sleep = lambda: setattr(server, "failing", True)
 
@@ -340,16 +319,16 @@ def test_every_request_is_bounded_by_the_renew_deadline(server: FakeLeaseServer,
     assert timeouts and all(t is not None and 0 < t <= 3.0 for t in timeouts)
 
 
-def test_new_leader_callback_reports_each_holder_once(server: FakeLeaseServer, clock: Clock) -> None:
+def test_new_leader_callback_reports_each_holder_once(server: FakeLeaseServer, clock: FakeClock) -> None:
     seen: list[str] = []
     a = elector(server, clock, "a")
     b = elector(server, clock, "b", on_new_leader=seen.append)
     assert a.try_acquire_or_renew(10.0)
     assert not b.try_acquire_or_renew(10.0)
-    clock.advance(1)
+    clock.step(1)
     assert a.try_acquire_or_renew(10.0)
     assert not b.try_acquire_or_renew(10.0)
-    clock.advance(16)
+    clock.step(16)
     assert b.try_acquire_or_renew(10.0)
 
     assert seen == ["a", "b"]
@@ -358,7 +337,7 @@ def test_new_leader_callback_reports_each_holder_once(server: FakeLeaseServer, c
 # ---- health --------------------------------------------------------------------------------------
 
 
-def test_standby_is_healthy_only_while_it_can_read_the_lease(server: FakeLeaseServer, clock: Clock) -> None:
+def test_standby_is_healthy_only_while_it_can_read_the_lease(server: FakeLeaseServer, clock: FakeClock) -> None:
     a, b = elector(server, clock, "a"), elector(server, clock, "b")
     assert not b.healthy()  # has not talked to the API yet
     assert a.try_acquire_or_renew(10.0)
@@ -366,10 +345,10 @@ def test_standby_is_healthy_only_while_it_can_read_the_lease(server: FakeLeaseSe
     assert b.healthy()
 
     server.failing = True
-    clock.advance(10)
+    clock.step(10)
     assert not b.try_acquire_or_renew(10.0)
     assert b.healthy()
-    clock.advance(6)
+    clock.step(6)
     assert not b.healthy()
 
 
@@ -422,23 +401,23 @@ def test_lease_namespace_comes_from_flag_then_env_then_service_account(tmp_path:
 
 
 def test_write_fence_closes_once_the_lease_has_not_been_renewed_within_the_deadline(
-        server: FakeLeaseServer, clock: Clock) -> None:
+        server: FakeLeaseServer, clock: FakeClock) -> None:
     leader = elector(server, clock, "a")
     assert leader.try_acquire_or_renew(5.0)
     leader._leading = True  # what run() sets on acquiring
     assert leader.holds_lease_now()
-    clock.advance(leader.config.renew_deadline + 0.1)  # frozen (SIGSTOP) past the renew deadline
+    clock.step(leader.config.renew_deadline + 0.1)  # frozen (SIGSTOP) past the renew deadline
     assert not leader.holds_lease_now()
     assert leader.try_acquire_or_renew(5.0)  # a renewal reopens it
     assert leader.holds_lease_now()
 
 
 def test_a_renewal_answered_after_a_freeze_does_not_reopen_the_write_fence(
-        server: FakeLeaseServer, clock: Clock) -> None:
+        server: FakeLeaseServer, clock: FakeClock) -> None:
     leader = elector(server, clock, "a")
     assert leader.try_acquire_or_renew(5.0)
     leader._leading = True
     # Frozen (SIGSTOP) after sending a renewal and before reading its answer, past the renew deadline.
-    server.before = lambda _method: clock.advance(leader.config.renew_deadline + 0.1)
+    server.before = lambda _method: clock.step(leader.config.renew_deadline + 0.1)
     assert leader.try_acquire_or_renew(5.0)
     assert not leader.holds_lease_now()

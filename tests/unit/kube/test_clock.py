@@ -1,9 +1,12 @@
-"""Clocks: the fake clock wakes exactly the waiters whose deadline it reaches."""
+"""Clocks: the fake clock wakes exactly the waiters whose deadline it reaches, and moves wall time,
+sleeps and stop events the way the real one does."""
 
 import threading
+import time
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 
-from workqueue import FakeClock, RealClock
+from kube.clock import FakeClock, RealClock
 
 
 def _sleeper(clock: FakeClock, deadline: float | None, woke: threading.Event) -> threading.Thread:
@@ -78,3 +81,32 @@ def test_real_clock_is_monotonic_and_returns_for_a_past_deadline() -> None:
     cond = threading.Condition()
     with cond:
         clock.wait_until(cond, first - 1.0)
+
+
+def test_fake_wall_time_moves_with_fake_monotonic_time() -> None:
+    start = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+    clock = FakeClock(start=50.0, wall=start)
+    clock.step(90)
+    assert clock.now() == 140.0 and clock.wall() == start + timedelta(seconds=90)
+
+
+def test_fake_sleep_moves_time_records_the_pause_and_runs_the_hook() -> None:
+    clock = FakeClock()
+    seen: list[float] = []
+    clock.on_sleep = lambda: seen.append(clock.now())
+    assert clock.sleep(2.5) is False
+    assert clock.now() == 2.5 and clock.sleeps == [2.5] and seen == [2.5]
+
+
+def test_a_sleep_on_a_set_stop_event_returns_at_once_without_moving_time() -> None:
+    stop = threading.Event()
+    stop.set()
+    fake = FakeClock()
+    assert fake.sleep(30, stop) is True and fake.now() == 0.0
+    started = time.monotonic()
+    assert RealClock().sleep(30, stop) is True
+    assert time.monotonic() - started < 5
+
+
+def test_the_real_clock_tells_utc_wall_time() -> None:
+    assert RealClock().wall().tzinfo is UTC

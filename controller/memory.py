@@ -1,0 +1,103 @@
+"""What the controller remembers about each job between reconciles, with one owner and one `forget`.
+
+The informer caches are the controller's view of the cluster, but right after the controller writes
+they lag behind it, so three things are kept per job key:
+
+* expectations: pods created or deleted that the cache does not show yet (`Expectations`), so a
+  reconcile never creates a pod twice or counts a failure twice;
+* the written overlay: the job as our last status write returned it, used while the cache still
+  holds the version that write was based on (and to recognise the echo of our own write);
+* the deferred status: a status computed right after creating pods and left for the reconcile that
+  those pods' events bring, valid while the job is unchanged.
+
+Keeping them in one object means a job that is gone is forgotten by one call (`forget`), and the
+controller's event handlers and the reconciler share one memory instead of calling into each other.
+Nothing here is persisted: after a restart the controller recomputes everything from the API.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from controller.expectations import Expectations
+from kube.clock import REAL_CLOCK, Clock
+
+
+@dataclass
+class _Written:
+    """The job our last status write returned, and the cached resourceVersion it was based on."""
+
+    base_resource_version: str
+    job: Mapping[str, Any]
+
+
+@dataclass
+class _Deferred:
+    """A status computed but not written, valid while the job is still at `resource_version`."""
+
+    resource_version: str
+    status: dict[str, Any]
+
+
+class JobMemory:
+    """Per-job memory shared by the event handlers and the reconciler; thread-safe."""
+
+    def __init__(self, clock: Clock = REAL_CLOCK) -> None:
+        self.expectations = Expectations(clock=clock)
+        self._lock = threading.Lock()
+        self._written: dict[str, _Written] = {}
+        self._deferred: dict[str, _Deferred] = {}
+
+    def forget(self, key: str) -> None:
+        """The job is gone: drop everything remembered about it."""
+        self.expectations.forget(key)
+        with self._lock:
+            self._written.pop(key, None)
+            self._deferred.pop(key, None)
+
+    # ---- the written overlay ---------------------------------------------------------------------
+
+    def remember_written(self, key: str, base_resource_version: str, job: Mapping[str, Any]) -> None:
+        with self._lock:
+            self._written[key] = _Written(base_resource_version, job)
+
+    def forget_written(self, key: str) -> None:
+        """A status write failed: what it would have returned is unknown, so trust the cache again."""
+        with self._lock:
+            self._written.pop(key, None)
+
+    def freshest(self, key: str, cached: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The cached job, or the one our last status write returned if the cache lags behind it."""
+        with self._lock:
+            written = self._written.get(key)
+            if written is None:
+                return cached
+            if cached["metadata"].get("resourceVersion") == written.base_resource_version:
+                return written.job
+            del self._written[key]
+            return cached
+
+    def wrote(self, key: str, resource_version: str | None) -> bool:
+        """Whether this version of the job is the one our last status write produced."""
+        with self._lock:
+            written = self._written.get(key)
+        return (resource_version is not None and written is not None
+                and written.job["metadata"].get("resourceVersion") == resource_version)
+
+    # ---- the deferred status ---------------------------------------------------------------------
+
+    def defer(self, key: str, job: Mapping[str, Any], status: dict[str, Any]) -> None:
+        with self._lock:
+            self._deferred[key] = _Deferred(str(job["metadata"].get("resourceVersion")), status)
+
+    def take_deferred(self, key: str, job: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The status the last pass deferred, if the job has not changed since (a changed job is
+        planned afresh from the server's status, as after a restart)."""
+        with self._lock:
+            deferred = self._deferred.pop(key, None)
+        if deferred is None or deferred.resource_version != str(job["metadata"].get("resourceVersion")):
+            return None
+        return deferred.status
