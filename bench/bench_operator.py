@@ -1,4 +1,4 @@
-"""Benchmark: the operator on a local control plane, against the API server's own ceiling (issue #8).
+"""Benchmark: the operator on a local control plane, against the API server's own ceiling.
 
 Every measurement starts a fresh devcluster (etcd, kube-apiserver, controller-manager, scheduler,
 KWOK with 20 nodes x 600 pods; see `_harness.fresh_cluster`) and runs the operator as a subprocess

@@ -1,1 +1,21 @@
-"""controller package."""
+"""The TensorFlowJob controller: from a job's desired state to its Pods, Service and status.
+
+Where things are, in the order the layers build on each other (imports only go downward):
+
+* `job/` -- the rules of a job as pure functions on plain dicts: `plan.plan_job` (the lifecycle:
+  observed state in, a plan out), `builders` (pods and the Service), `conditions`, `defaults`,
+  `validation` (the CRD's schema plus what it cannot say), `podstate` (what a pod's status means),
+  `labels`, `crd` (the schema file), `mergepatch`, `timeutil`.
+* `kueue/` -- queueing with Kueue: `protocol` (the Workload protocol, pure) and `gate` (what the
+  reconciler consults before planning a queued job, and the Workload writes).
+* the control loop, here at the root: `controller.Controller` (informers → rate-limited work queue
+  → worker threads), `reconciler.Reconciler` (carries out one job's plan: the only writer),
+  `memory.JobMemory` (what is remembered per job between reconciles: `expectations`, the written
+  status, the deferred status), `events` (the Event recorder) and `metrics`.
+* `process/` -- the operator process: `cli` (`tfjob-operator run|render|validate`), `app` (wiring
+  and shutdown), `leader` (Lease election), `health` (/healthz, /readyz), `logs`, `documents`
+  (reading job files for the CLI).
+
+The API client (`kube`), the TF_CONFIG rules (`tfconfig`), the work queue and the informers are
+packages of their own beside this one; docs/design.md explains the rules and the reasons.
+"""

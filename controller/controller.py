@@ -30,10 +30,10 @@ from controller.kueue.gate import KueueGate
 from controller.memory import JobMemory
 from controller.metrics import ControllerMetrics
 from controller.reconciler import Reconciler, RequeueError
+from informers.factory import InformerFactory
 from informers.informer import SharedInformer
-from informers.listwatch import PathListerWatcher
 from informers.store import CONTROLLER_UID_INDEX, Store, controller_of, default_indexers, object_key
-from kube import ApiError, Kube, resource_path
+from kube import ApiError, Kube
 from kube.clock import REAL_CLOCK, Clock
 from workqueue import RateLimitingQueue, default_controller_rate_limiter
 from workqueue.metrics import MetricsProvider
@@ -95,29 +95,20 @@ class Controller:
             clock=clock)
         on_relist = (lambda name: metrics.informer_relists.labels(name.split("[")[0]).inc()) if metrics else None
 
-        def sources(plural: str, group: str = "", version: str = "v1", selector: str | None = None,
-                    cluster_scoped: bool = False) -> list[PathListerWatcher]:
-            scopes: list[str | None] = [None] if cluster_scoped or not self.namespaces else list(self.namespaces)
-            return [PathListerWatcher(kube, resource_path(group, version, plural, ns), namespace=ns,
-                                      label_selector=selector) for ns in scopes]
-
-        self.jobs = SharedInformer(sources(PLURAL, GROUP, VERSION), name="tensorflowjobs",
-                                   resync_period=resync_period, on_relist=on_relist)
-        self.pods = SharedInformer(sources("pods", selector=JOB_NAME_LABEL), name="pods", on_relist=on_relist,
-                                   store=Store({**default_indexers(), NODE_INDEX: _index_by_node},
-                                               transform=podstate.project))
-        self.services = SharedInformer(sources("services", selector=JOB_NAME_LABEL), name="services",
-                                       on_relist=on_relist)
-        self.nodes = (SharedInformer(sources("nodes", cluster_scoped=True), name="nodes", on_relist=on_relist)
-                      if watch_nodes else None)
+        self.informer_factory = InformerFactory(kube, namespaces=self.namespaces, on_relist=on_relist, clock=clock)
+        build = self.informer_factory.for_resource
+        self.jobs = build("tensorflowjobs", GROUP, VERSION, PLURAL, resync_period=resync_period)
+        self.pods = build("pods", "", "v1", "pods", label_selector=JOB_NAME_LABEL,
+                          store=Store({**default_indexers(), NODE_INDEX: _index_by_node}, transform=podstate.project))
+        self.services = build("services", "", "v1", "services", label_selector=JOB_NAME_LABEL)
+        self.nodes = build("nodes", "", "v1", "nodes", namespaced=False) if watch_nodes else None
         # Kueue is used when its API is served (checked once at start: install Kueue first).
         if use_kueue is None:
             use_kueue = kube.has_api(kueue.GROUP, kueue.VERSION, kueue.WORKLOAD_KIND)
-        self.workloads = (SharedInformer(sources(kueue.WORKLOAD_PLURAL, kueue.GROUP, kueue.VERSION,
-                                                 selector=kueue.JOB_UID_LABEL), name="workloads", on_relist=on_relist)
-                          if use_kueue else None)
-        self.flavors = (SharedInformer(sources("resourceflavors", kueue.GROUP, kueue.VERSION, cluster_scoped=True),
-                                       name="resourceflavors", on_relist=on_relist) if use_kueue else None)
+        self.workloads = (build("workloads", kueue.GROUP, kueue.VERSION, kueue.WORKLOAD_PLURAL,
+                                label_selector=kueue.JOB_UID_LABEL) if use_kueue else None)
+        self.flavors = (build("resourceflavors", kueue.GROUP, kueue.VERSION, "resourceflavors", namespaced=False)
+                        if use_kueue else None)
         gate = KueueGate(kube, self._workload_of, self._flavor, clock) if use_kueue else None
         self.reconciler = Reconciler(kube, self, memory=self.memory, recorder=recorder, metrics=metrics,
                                      cluster_domain=cluster_domain, create_parallelism=create_parallelism(workers),
@@ -264,23 +255,16 @@ class Controller:
     # ---- running -------------------------------------------------------------------------------
 
     def informers(self) -> list[SharedInformer]:
-        return [i for i in (self.jobs, self.pods, self.services, self.nodes, self.workloads, self.flavors)
-                if i is not None]
+        return list(self.informer_factory.informers.values())
 
     def start_informers(self) -> None:
-        for informer in self.informers():
-            informer.start()
+        self.informer_factory.start()
 
     def caches_synced(self) -> bool:
-        return all(i.has_synced() for i in self.informers())
+        return self.informer_factory.has_synced()
 
     def wait_for_sync(self, timeout: float | None = None) -> bool:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        for informer in self.informers():
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if not informer.wait_for_sync(remaining):
-                return False
-        return True
+        return self.informer_factory.wait_for_sync(timeout)
 
     def start_workers(self) -> None:
         for number in range(self.workers):
@@ -300,8 +284,7 @@ class Controller:
         self.queue.shut_down()
         for thread in self._threads:
             thread.join(timeout)
-        for informer in self.informers():
-            informer.stop(timeout)
+        self.informer_factory.stop(timeout)
         self.reconciler.close()
 
     def _worker(self) -> None:

@@ -1,4 +1,4 @@
-"""The operator's Prometheus metrics (DESIGN §6), in one registry the HTTP server exposes.
+"""The operator's Prometheus metrics (docs/design.md §6), in one registry the HTTP server exposes.
 
 Kept separate from the reconcile logic: the reconciler calls a few plain methods and never needs
 prometheus_client itself, so tests can pass `ControllerMetrics(CollectorRegistry())` and read back.

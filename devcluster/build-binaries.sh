@@ -105,7 +105,7 @@ GOEOF
   cp -r "$SRC/kustomize/crd" "$OUT/kwok-stages/" 2>/dev/null || true
   chmod -R u+w "$OUT/kwok-stages"
   touch "$OUT/kwok-stages/.complete"
-  "$OUT/kube-apiserver" --version; "$OUT/etcd" --version | head -1; "$OUT/kwok" --version || true
+  "$OUT/kube-apiserver" --version; "$OUT/etcd" --version | sed -n 1p; "$OUT/kwok" --version || true
   echo "build-binaries: done in $((SECONDS-start)) s -> $OUT"
 }
 

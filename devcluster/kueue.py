@@ -10,8 +10,8 @@ control-plane components, and this module does the set-up that the kustomize ins
   `build-binaries.sh kueue`), applied server-side (workloads.yaml is ~1.4 MB, too large for the
   client-side apply annotation) and waited for until Established. The bases carry no conversion
   webhook, so only v1beta2 (the storage version) should be read and written.
-* **Configuration** (`<cluster>/kueue/config.yaml`, shaped by the out-of-cluster constraints in
-  shared/notes/kueue.md §3): no leader election (no in-cluster namespace to hold a Lease); internal
+* **Configuration** (`<cluster>/kueue/config.yaml`, shaped by running Kueue outside a cluster):
+  no leader election (no in-cluster namespace to hold a Lease); internal
   cert management off (its rotator waits for certificates *mounted* by a Secret and injects CAs into
   webhook configurations that do not exist here); the `VisibilityOnDemand` gate off (its API server
   delegates authentication to the apiserver and needs /visibility certs); metrics disabled

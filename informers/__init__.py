@@ -2,12 +2,12 @@
 
 `Store` (store.py) is the indexed cache, `Reflector` (reflector.py) the list/watch loop of one
 collection, `SharedInformer` (informer.py) ties reflectors, a store and event handlers together,
-`InformerFactory` (factory.py) builds the controller's informers. Everything works on raw JSON dicts;
-API access goes through `kube` only.
+`InformerFactory` (factory.py) builds and runs a set of them for one client and scope. Everything
+works on raw JSON dicts; API access goes through the `kube` package only.
 """
 
 from informers.backoff import Backoff
-from informers.factory import JOB_NAME_LABEL, InformerFactory
+from informers.factory import InformerFactory
 from informers.informer import EventHandler, SharedInformer
 from informers.listwatch import ListerWatcher, PathListerWatcher, WatchLike
 from informers.reflector import Reflector, ReflectorSink
@@ -25,7 +25,6 @@ from informers.store import (
 
 __all__ = [
     "CONTROLLER_UID_INDEX",
-    "JOB_NAME_LABEL",
     "NAMESPACE_INDEX",
     "Backoff",
     "CacheMutationError",

@@ -1,13 +1,10 @@
-"""InformerFactory: builds, starts and stops the informers the controller needs, once each.
+"""InformerFactory: builds, starts and stops a set of informers that share a client and a scope.
 
-The controller watches four resources: its TensorFlowJobs (every namespace, or the namespaces it is
-scoped to), the Pods and Services it created (selected by the job-name label, so it never caches
-every pod in the cluster), and Nodes (cluster-scoped, to notice pods stuck on lost nodes).
-`for_resource()` builds an informer for anything else. With a namespace list, each namespaced
-informer gets one reflector per namespace, all filling one store.
-
-The factory talks to the API only through the client passed in (a `kube.Kube`, or any
-object with its `list`/`watch` methods), so it never imports `kubernetes` itself.
+Every informer the controller runs (its jobs, their Pods and Services, Nodes, Kueue's objects) is
+built here by `for_resource()`, once per name: with a namespace list, each namespaced informer gets
+one reflector per namespace, all filling one store; cluster-scoped resources get one reflector. The
+factory knows no resource of its own -- the controller names what it watches -- and it talks to the
+API only through the client passed in (a `kube.Kube`, or any object with its `list`/`watch` methods).
 """
 
 from __future__ import annotations
@@ -19,21 +16,10 @@ from typing import Any
 
 from informers.informer import SharedInformer
 from informers.listwatch import ListerWatcher, ListWatchClient, PathListerWatcher
+from informers.store import Store
 from kube import resource_path
 
-__all__ = [
-    "JOB_NAME_LABEL",
-    "TFJOB_GROUP",
-    "TFJOB_PLURAL",
-    "TFJOB_VERSION",
-    "InformerFactory",
-]
-
-TFJOB_GROUP = "kubeflow.org"
-TFJOB_VERSION = "v1"
-TFJOB_PLURAL = "tensorflowjobs"
-JOB_NAME_LABEL = "tensorflowjob.kubeflow.org/job-name"
-"""Every pod and service the controller creates carries it; the selector "exists" is the key alone."""
+__all__ = ["InformerFactory"]
 
 
 class InformerFactory:
@@ -58,23 +44,7 @@ class InformerFactory:
         self._lock = threading.Lock()
         self._started = False
 
-    # --- the controller's informers -------------------------------------------------------------
-
-    def tfjobs(self, *, resync_period: float | None = None) -> SharedInformer:
-        return self.for_resource(
-            "tensorflowjobs", TFJOB_GROUP, TFJOB_VERSION, TFJOB_PLURAL, resync_period=resync_period
-        )
-
-    def pods(self) -> SharedInformer:
-        return self.for_resource("pods", "", "v1", "pods", label_selector=JOB_NAME_LABEL)
-
-    def services(self) -> SharedInformer:
-        return self.for_resource("services", "", "v1", "services", label_selector=JOB_NAME_LABEL)
-
-    def nodes(self) -> SharedInformer:
-        return self.for_resource("nodes", "", "v1", "nodes", namespaced=False)
-
-    # --- anything -------------------------------------------------------------------------------
+    # --- building -------------------------------------------------------------------------------
 
     def for_resource(
         self,
@@ -87,8 +57,10 @@ class InformerFactory:
         label_selector: str | None = None,
         field_selector: str | None = None,
         resync_period: float | None = None,
+        store: Store | None = None,
     ) -> SharedInformer:
-        """The informer called `name`, built on first use (later calls return the same one)."""
+        """The informer called `name`, built on first use (later calls return the same one).
+        `store` replaces the default store (e.g. one with extra indexers or a transform)."""
         with self._lock:
             informer = self._informers.get(name)
             if informer is not None:
@@ -109,6 +81,7 @@ class InformerFactory:
                 name=name,
                 resync_period=self.resync_period if resync_period is None else resync_period,
                 on_relist=self.on_relist,
+                store=store,
                 **self._options,
             )
             self._informers[name] = informer

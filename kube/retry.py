@@ -10,7 +10,7 @@ is the one policy the controller wraps its calls with:
   `Retry-After` (`ApiError.retry_after`);
 * give up after `attempts` tries, or at once when the server asks for a wait longer than
   `max_retry_after`: a worker thread must not sleep for minutes; the work queue's rate-limited
-  requeue is the long back-off (the two-layer retry of notes/python-controller.md §C2);
+  requeue is the long back-off (two layers: short retries here, the queue's back-off above);
 * re-raise the original exception, never tenacity's `RetryError`.
 
 The module is duck-typed on the exception (`transient`, `retry_after`) so it does not import the

@@ -1,6 +1,6 @@
 """TF_CONFIG: the cluster description every TensorFlow process of a job reads.
 
-Pure functions over plain job dicts. The rules (DESIGN §3): addresses are the pods' stable DNS
+Pure functions over plain job dicts. The rules (docs/design.md §3): addresses are the pods' stable DNS
 names behind the job's headless Service; roles with zero replicas are left out; the evaluator is
 never part of `cluster` (it only runs side-car evaluation and is not a server); keys are sorted so
 that every pod of a job sees the byte-identical cluster, and its hash tells stale pods apart.

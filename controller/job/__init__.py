@@ -1,0 +1,6 @@
+"""The rules of a TensorFlowJob as pure functions on plain dicts: no I/O, no clock of their own.
+
+`plan.plan_job` turns the observed job, its pods and Service into what to create, delete and write;
+the other modules are its parts (builders, conditions, defaults, validation, pod state, labels,
+the CRD schema). Everything here is tested with plain dicts, without a cluster.
+"""

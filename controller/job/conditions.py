@@ -1,4 +1,4 @@
-"""Job conditions: one entry per type, with the exclusivity rules of DESIGN §4.
+"""Job conditions: one entry per type, with the exclusivity rules of docs/design.md §4.
 
 `Succeeded` and `Failed` are terminal and exclusive, and neither stands beside `Running=True`;
 `Running` and `Restarting` are never both True. `lastTransitionTime` moves only when the status

@@ -21,11 +21,6 @@ CLUSTER_HASH_ANNOTATION = f"{PREFIX}/cluster-spec-hash"
 FIELD_MANAGER = "tfjob-operator"
 
 
-def job_selector(job_name: str) -> str:
-    """Label selector (string form) for every pod of one job."""
-    return f"{JOB_NAME_LABEL}={job_name}"
-
-
 def role_selector(job_name: str, role: str) -> str:
     """Label selector (string form) for the pods of one role of one job."""
     return f"{JOB_NAME_LABEL}={job_name},{REPLICA_TYPE_LABEL}={role}"

@@ -1,4 +1,4 @@
-"""The lifecycle rules of DESIGN §4 as one pure function: observed state in, a plan out.
+"""The lifecycle rules of docs/design.md §4 as one pure function: observed state in, a plan out.
 
 `plan_job(job, pods, service, ...)` looks at one job and the pods and Service it owns (from the
 informer cache) and decides everything: which pods and Service to create or delete, the full new
@@ -6,7 +6,7 @@ status, events to emit, when to look again (deadlines and TTLs fire through `req
 periodic resync), and whether the job itself is due for deletion. It performs no I/O and reads no
 clock, so every rule is tested with plain dicts; `controller.reconciler` carries the plan out.
 
-Decisions where the design leaves room (documented in the README):
+Decisions where the design leaves room (documented in docs/design.md §4):
 * Running = every desired pod that has not succeeded exists, is Running and has the current
   TF_CONFIG. While pods are being replaced the job is Restarting (Running False).
 * A retried failure counts once per failed pod (and container restarts done in place by the

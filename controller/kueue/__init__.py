@@ -1,0 +1,1 @@
+"""Queueing with Kueue: the Workload protocol (`protocol`, pure) and the reconciler's gate (`gate`)."""

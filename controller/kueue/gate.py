@@ -95,7 +95,7 @@ class KueueGate:
 
     def _create(self, job: Mapping[str, Any]) -> None:
         priority, ref = self._priority(job)
-        body = kueue.build_workload(job, priority, ref, finalizer=False)
+        body = kueue.build_workload(job, priority, ref)
         try:
             retry_transient(self.kube.create)(kueue.workload_path(body["metadata"]["namespace"]), body)
         except ApiError as error:

@@ -4,7 +4,7 @@ Kueue (sigs.k8s.io/kueue, v0.17.0, API `kueue.x-k8s.io/v1beta2`) integrates Kube
 natively but knows nothing about `TensorFlowJob`, so the operator plays the part of Kueue's generic
 job reconciler (pkg/controller/jobframework/reconciler.go) itself. This module holds every rule of
 that protocol and no I/O: the reconciler reads the job and its Workload from caches, calls these
-functions and sends what they return (see shared/notes/kueue.md for the protocol, with sources).
+functions and sends what they return (docs/design.md §4, "Queueing with Kueue", describes it).
 
 The loop, for a job carrying the `kueue.x-k8s.io/queue-name` label (`is_queued`):
 
@@ -21,9 +21,8 @@ The loop, for a job carrying the `kueue.x-k8s.io/queue-name` label (`is_queued`)
    * otherwise it is waiting: `waiting_message(job, workload)` says why, for the job's
      `Suspended` condition.
 4. The job finished: patch `finish_status(workload, succeeded, message, now)` (this releases the
-   quota at once), then `remove_finalizer_patch(workload)`. The same finalizer removal is due when
-   the job is deleted (find its Workloads with `job_uid_selector(job)`); garbage collection then
-   deletes them through their owner reference.
+   quota at once). A deleted job's Workload goes with it: garbage collection deletes it through its
+   owner reference (it carries no finalizer).
 
 Every status patch here is a JSON merge patch for `.../workloads/<name>/status` carrying
 `metadata.resourceVersion` (a 409 Conflict means: re-read and recompute) and the *full* conditions
@@ -74,7 +73,6 @@ PODSET_LABEL = f"{GROUP}/podset"
 LOCAL_QUEUE_LABEL = f"{GROUP}/local-queue-name"
 CLUSTER_QUEUE_LABEL = f"{GROUP}/cluster-queue-name"
 WORKLOAD_ANNOTATION = f"{GROUP}/workload"
-FINALIZER = f"{GROUP}/resource-in-use"
 
 # Workload condition types and the reasons this module reads or writes.
 QUOTA_RESERVED = "QuotaReserved"
@@ -197,18 +195,16 @@ def build_workload(
     job: Mapping[str, Any],
     priority: int | None = None,
     priority_class_ref: Mapping[str, str] | None = None,
-    *,
-    finalizer: bool = True,
 ) -> dict[str, Any]:
     """The v1beta2 Workload to create for a queued job.
 
     Same namespace as the job; label `kueue.x-k8s.io/job-uid`; a controller owner reference to the
     job (garbage collection deletes the Workload with the job); `spec.queueName` from the job's label;
     `podsets(job)`; and, when given, `priority` and `priorityClassRef` (the CRD requires `priority`
-    whenever a ref is set). With `finalizer` (Kueue's default) it carries
-    `kueue.x-k8s.io/resource-in-use`, which keeps quota accounted until the operator has stopped the
-    job's pods: the operator must then remove it (remove_finalizer_patch) after finishing the
-    Workload and when the job is deleted.
+    whenever a ref is set). No finalizer: Kueue's own integrations add `kueue.x-k8s.io/resource-in-use`
+    and must remove it later; here the owner reference is enough, since garbage collection deletes the
+    Workload with the job and Kueue releases its quota then, and nothing can leak while the operator
+    is down.
     """
     if priority_class_ref is not None and priority is None:
         raise ValueError("a priorityClassRef needs its priority (the WorkloadPriorityClass value)")
@@ -231,8 +227,6 @@ def build_workload(
         "ownerReferences": [{"apiVersion": JOB_API_VERSION, "kind": JOB_KIND, "name": metadata["name"],
                              "uid": uid, "controller": True, "blockOwnerDeletion": True}],
     }
-    if finalizer:
-        workload_meta["finalizers"] = [FINALIZER]
     return {"apiVersion": API_VERSION, "kind": WORKLOAD_KIND, "metadata": workload_meta, "spec": spec}
 
 
@@ -458,17 +452,6 @@ def finish_status(workload: Mapping[str, Any], succeeded: bool, message: str, no
     why = reason or (FINISHED_SUCCEEDED if succeeded else FINISHED_FAILED)
     _set_condition(conditions, FINISHED, True, why, message, now, (workload.get("metadata") or {}).get("generation"))
     return _status_patch(workload, {"conditions": conditions})
-
-
-def remove_finalizer_patch(workload: Mapping[str, Any]) -> dict[str, Any] | None:
-    """A merge patch (for the Workload itself, not its status) that drops `kueue.x-k8s.io/resource-in-use`
-    and keeps any other finalizer; guarded by resourceVersion. None when the finalizer is absent."""
-    metadata = workload.get("metadata") or {}
-    finalizers = list(metadata.get("finalizers") or [])
-    if FINALIZER not in finalizers:
-        return None
-    rest = [f for f in finalizers if f != FINALIZER]
-    return {"metadata": {"resourceVersion": metadata.get("resourceVersion"), "finalizers": rest or None}}
 
 
 # --------------------------------------------------------------------------- starting the job

@@ -1,0 +1,1 @@
+"""The operator process: command line, wiring, leader election, health endpoints and logging."""

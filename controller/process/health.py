@@ -1,4 +1,4 @@
-"""`/healthz` and `/readyz` on a small HTTP server thread (DESIGN §6).
+"""`/healthz` and `/readyz` on a small HTTP server thread (docs/design.md §6).
 
 Live = the process serves requests. Ready = the informer caches have synced and, with leader
 election, this replica either leads or stands by healthily. Both are plain functions so the probe

@@ -18,9 +18,9 @@ import pytest
 from devcluster.api import ApiError
 from devcluster.cluster import Cluster
 from devcluster.waiting import wait_for
+from tests.support import jobs
+from tests.support.jobs import DEVCLUSTER_IMAGE, SIM_EXIT_AFTER, SIM_EXIT_CODE, role, tfjob
 
-EXIT_CODE = "sim.tensorflowjob.kubeflow.org/exit-code"
-EXIT_AFTER = "sim.tensorflowjob.kubeflow.org/exit-after"
 RESTART_IN_PLACE = "sim.tensorflowjob.kubeflow.org/restart-in-place"
 CRD_FILE = Path(__file__).resolve().parents[2] / "manifests" / "crd.yaml"
 
@@ -30,14 +30,14 @@ CRD_FILE = Path(__file__).resolve().parents[2] / "manifests" / "crd.yaml"
 
 def pod_manifest(name: str, *, annotations: dict[str, str] | None = None, restart_policy: str = "Never",
                  node: str | None = None, requests: dict[str, str] | None = None) -> dict[str, Any]:
-    container: dict[str, Any] = {"name": "tensorflow", "image": "tensorflow/tensorflow:2.21.0"}
+    """A bare pod; `requests` are also its limits, `node` pins it to that node."""
+    tensorflow = jobs.container(DEVCLUSTER_IMAGE)
     if requests:
-        container["resources"] = {"requests": requests, "limits": requests}
-    spec: dict[str, Any] = {"restartPolicy": restart_policy, "containers": [container]}
+        tensorflow["resources"] = {"requests": requests, "limits": requests}
+    spec: dict[str, Any] = {"restartPolicy": restart_policy}
     if node:
         spec["nodeSelector"] = {"kubernetes.io/hostname": node}
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "annotations": annotations or {}}, "spec": spec}
+    return jobs.pod_manifest(name, annotations=annotations or {}, containers=[tensorflow], **spec)
 
 
 def create(cluster: Cluster, namespace: str, manifest: dict[str, Any]) -> dict[str, Any]:
@@ -104,7 +104,7 @@ def test_pod_is_scheduled_onto_a_fake_node_and_runs(cluster: Cluster, namespace:
 @pytest.mark.parametrize(("code", "phase"), [("0", "Succeeded"), ("3", "Failed")])
 def test_exit_code_annotation_in_the_template_ends_the_pod(cluster: Cluster, namespace: str,
                                                            code: str, phase: str) -> None:
-    create(cluster, namespace, pod_manifest("worker", annotations={EXIT_CODE: code}))
+    create(cluster, namespace, pod_manifest("worker", annotations={SIM_EXIT_CODE: code}))
 
     pod = wait_for(lambda: pod_in_phase(cluster, namespace, "worker", phase), 60, f"pod worker {phase}")
 
@@ -118,7 +118,7 @@ def test_exit_code_annotation_added_to_a_running_pod_ends_it(cluster: Cluster, n
     create(cluster, namespace, pod_manifest("worker"))
     wait_for(lambda: pod_in_phase(cluster, namespace, "worker", "Running"), 60, "pod worker Running")
 
-    cluster.kubectl("annotate", "-n", namespace, "pod", "worker", f"{EXIT_CODE}={code}")
+    cluster.kubectl("annotate", "-n", namespace, "pod", "worker", f"{SIM_EXIT_CODE}={code}")
 
     pod = wait_for(lambda: pod_in_phase(cluster, namespace, "worker", phase), 60, f"pod worker {phase}")
     assert terminated_state(pod)["exitCode"] == int(code)
@@ -127,7 +127,8 @@ def test_exit_code_annotation_added_to_a_running_pod_ends_it(cluster: Cluster, n
 @pytest.mark.parametrize("restart_policy", ["OnFailure", "Always"])
 def test_exit_code_ends_the_pod_whatever_its_restart_policy(cluster: Cluster, namespace: str,
                                                             restart_policy: str) -> None:
-    create(cluster, namespace, pod_manifest("worker", annotations={EXIT_CODE: "137"}, restart_policy=restart_policy))
+    create(cluster, namespace,
+           pod_manifest("worker", annotations={SIM_EXIT_CODE: "137"}, restart_policy=restart_policy))
 
     pod = wait_for(lambda: pod_in_phase(cluster, namespace, "worker", "Failed"), 60, "pod worker Failed")
 
@@ -136,7 +137,7 @@ def test_exit_code_ends_the_pod_whatever_its_restart_policy(cluster: Cluster, na
 
 
 def test_exit_after_counts_from_the_container_start(cluster: Cluster, namespace: str) -> None:
-    create(cluster, namespace, pod_manifest("worker", annotations={EXIT_CODE: "0", EXIT_AFTER: "3s"}))
+    create(cluster, namespace, pod_manifest("worker", annotations={SIM_EXIT_CODE: "0", SIM_EXIT_AFTER: "3s"}))
 
     pod = wait_for(lambda: pod_in_phase(cluster, namespace, "worker", "Succeeded"), 60, "pod worker Succeeded")
 
@@ -147,7 +148,7 @@ def test_exit_after_counts_from_the_container_start(cluster: Cluster, namespace:
 
 def test_restart_in_place_restarts_the_container_and_keeps_the_pod_running(cluster: Cluster,
                                                                           namespace: str) -> None:
-    annotations = {EXIT_CODE: "137", EXIT_AFTER: "2s", RESTART_IN_PLACE: "true"}
+    annotations = {SIM_EXIT_CODE: "137", SIM_EXIT_AFTER: "2s", RESTART_IN_PLACE: "true"}
     create(cluster, namespace, pod_manifest("worker", annotations=annotations, restart_policy="OnFailure"))
 
     def restarted() -> dict[str, Any] | None:
@@ -310,29 +311,21 @@ def tfjob_crd(cluster: Cluster) -> str:
     return name
 
 
-def tfjob(name: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": "kubeflow.org/v1", "kind": "TensorFlowJob", "metadata": {"name": name}, "spec": spec}
-
-
-def role(replicas: int) -> dict[str, Any]:
-    return {"replicas": replicas,
-            "template": {"spec": {"containers": [{"name": "tensorflow", "image": "tensorflow/tensorflow:2.21.0"}]}}}
-
-
 def test_tensorflowjob_crd_is_established_and_served_to_kubectl(cluster: Cluster, tfjob_crd: str,
                                                                 namespace: str) -> None:
     served = cluster.kubectl("api-resources", "--api-group=kubeflow.org", "-o", "name")
     assert "tensorflowjobs.kubeflow.org" in served.stdout
 
-    create(cluster, namespace, tfjob("mnist", {"worker": role(2)}))
+    create(cluster, namespace, tfjob("mnist", {"worker": role(2, image=DEVCLUSTER_IMAGE)}))
 
     listed = cluster.kubectl("get", "tfjob", "-n", namespace)
     assert "mnist" in listed.stdout
 
 
 @pytest.mark.parametrize(("spec", "field"), [
-    ({"chief": role(2), "worker": role(1)}, "spec.chief.replicas: Invalid value"),
-    ({"ps": role(1)}, "spec: Invalid value: at least one of spec.chief or spec.worker"),
+    ({"chief": role(2, image=DEVCLUSTER_IMAGE), "worker": role(1, image=DEVCLUSTER_IMAGE)},
+     "spec.chief.replicas: Invalid value"),
+    ({"ps": role(1, image=DEVCLUSTER_IMAGE)}, "spec: Invalid value: at least one of spec.chief or spec.worker"),
 ], ids=["chief-replicas-2", "no-chief-no-worker"])
 def test_invalid_tensorflowjob_is_rejected_at_apply_naming_the_field(cluster: Cluster, tfjob_crd: str,
                                                                      namespace: str, spec: dict[str, Any],

@@ -22,12 +22,15 @@ from typing import Any
 import pytest
 import yaml
 
-from informers.factory import JOB_NAME_LABEL, InformerFactory
+from controller.job.labels import JOB_NAME_LABEL
+from informers.factory import InformerFactory
 from informers.informer import SharedInformer
 from informers.listwatch import PathListerWatcher, WatchLike
 from informers.store import DeletedFinalStateUnknown, object_key, slim
 from kube import ApiError, Kube, resource_path
 from kube.retry import retry_transient
+from tests.support.jobs import pod_manifest
+from tests.support.polling import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_FILE = ROOT / "manifests" / "crd.yaml"
@@ -42,27 +45,14 @@ Obj = dict[str, Any]
 
 
 def eventually(predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    """Poll `predicate` until it holds; fail with `what` after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    pause = threading.Event()
-    while not predicate():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout}s waiting for {what}")
-        pause.wait(0.05)
+    """Poll `predicate` until it holds; fail naming `what` after `timeout` seconds."""
+    wait_for(predicate, timeout, what, interval=0.05)
 
 
 def inert_pod(name: str, job: str) -> Obj:
     """A pod no scheduler will ever bind: only the test changes it."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "labels": {JOB_NAME_LABEL: job, "step": "created"}},
-        "spec": {
-            "schedulerName": "nobody",
-            "terminationGracePeriodSeconds": 0,
-            "containers": [{"name": "tensorflow", "image": "tensorflow/tensorflow:2.21.0"}],
-        },
-    }
+    return pod_manifest(name, labels={JOB_NAME_LABEL: job, "step": "created"}, schedulerName="nobody",
+                        terminationGracePeriodSeconds=0)
 
 
 class Recorder:
@@ -381,7 +371,7 @@ def test_tfjob_informer_follows_custom_resources_through_the_custom_objects_path
 ) -> None:
     factory = InformerFactory(kube, namespaces=[namespace])
     stop_after.append(factory)
-    jobs = factory.tfjobs()
+    jobs = factory.for_resource("tensorflowjobs", "kubeflow.org", "v1", "tensorflowjobs")
     recorder = Recorder().attach(jobs)
     # The session's operator (tests/integration/controller) watches every namespace and moves the
     # job on to Running at its own pace, so the cache's *latest* state is not ours to predict: look
@@ -412,7 +402,7 @@ def test_a_thousand_pods_churned_leave_the_cache_identical_to_a_fresh_list(
 ) -> None:
     factory = InformerFactory(kube, namespaces=[namespace])
     stop_after.append(factory)
-    pods = factory.pods()
+    pods = factory.for_resource("pods", "", "v1", "pods", label_selector=JOB_NAME_LABEL)
     recorder = Recorder().attach(pods)
     factory.start()
     assert factory.wait_for_sync(30)
@@ -441,7 +431,7 @@ def test_the_informer_recovers_from_an_api_server_restart_without_missing_delete
 ) -> None:
     factory = InformerFactory(kube, namespaces=[namespace])
     stop_after.append(factory)
-    pods = factory.pods()
+    pods = factory.for_resource("pods", "", "v1", "pods", label_selector=JOB_NAME_LABEL)
     recorder = Recorder().attach(pods)
     factory.start()
     assert factory.wait_for_sync(30)

@@ -6,31 +6,20 @@ under test is broken, and move time with `FakeClock.step`.
 """
 
 import threading
-import time
 from collections.abc import Callable
 
 import pytest
 
 from kube.clock import FakeClock
+from tests.support import polling
 
 # Only reached when a test is about to fail; a passing test never waits this long.
 CONDITION_TIMEOUT = 10.0
 
 
-def _eventually(predicate: Callable[[], bool], timeout: float = CONDITION_TIMEOUT) -> bool:
-    """Poll ``predicate`` until it holds or ``timeout`` real seconds pass; return its last value."""
-    give_up = time.monotonic() + timeout
-    pause = threading.Event()
-    while not predicate():
-        if time.monotonic() >= give_up:
-            return predicate()
-        pause.wait(0.0005)
-    return True
-
-
 @pytest.fixture
 def eventually() -> Callable[..., bool]:
-    return _eventually
+    return lambda predicate, timeout=CONDITION_TIMEOUT: polling.eventually(predicate, timeout)
 
 
 @pytest.fixture

@@ -7,13 +7,11 @@ that kill or restart it start their own with `start_operator`). Its log is print
 
 from __future__ import annotations
 
-import json
 import os
 import pathlib
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -22,22 +20,12 @@ import pytest
 
 from devcluster.ports import free_port
 from kube import ApiError, Kube, resource_path
+from tests.support.jobs import SIM_EXIT_AFTER, SIM_EXIT_CODE, devcluster_role, tfjob
+from tests.support.polling import wait_for
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 CRD = ROOT / "manifests" / "crd.yaml"
 LOG_DIR = pathlib.Path(os.environ.get("TFJOB_TEST_LOG_DIR", "/tmp/tfjob-operator-test-logs"))
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.1) -> Any:
-    """Poll until `predicate()` is truthy; fail naming `what` (and the last value) after `timeout`."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}; last value: {last!r}")
 
 
 class Operator:
@@ -168,26 +156,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
                 report.sections.append((f"{name} log (tail)", process.tail()))
 
 
-TEMPLATE = {"spec": {"containers": [{"name": "tensorflow", "image": "tensorflow/tensorflow:2.21.0"}]}}
-
-
-def role(replicas: int = 1, *, policy: str = "OnFailure", exit_code: int | None = None,
-         exit_after: str | None = None, annotations: dict[str, str] | None = None) -> dict[str, Any]:
-    template = json.loads(json.dumps(TEMPLATE))
-    notes = dict(annotations or {})
-    if exit_code is not None:
-        notes["sim.tensorflowjob.kubeflow.org/exit-code"] = str(exit_code)
-    if exit_after is not None:
-        notes["sim.tensorflowjob.kubeflow.org/exit-after"] = exit_after
-    if notes:
-        template["metadata"] = {"annotations": notes}
-    return {"replicas": replicas, "restartPolicy": policy, "template": template}
-
-
 class TfJobs:
     """Create and observe TensorFlowJobs in one namespace through the real API."""
 
-    role = staticmethod(role)
+    role = staticmethod(devcluster_role)
     wait_for = staticmethod(wait_for)
 
     def __init__(self, api: Kube, namespace: str, cluster: Any) -> None:
@@ -199,9 +171,7 @@ class TfJobs:
         return resource_path("kubeflow.org", "v1", "tensorflowjobs", self.namespace, name, sub)
 
     def create(self, name: str, **spec: Any) -> dict[str, Any]:
-        body = {"apiVersion": "kubeflow.org/v1", "kind": "TensorFlowJob",
-                "metadata": {"name": name, "namespace": self.namespace}, "spec": spec}
-        return self.api.create(self.path(), body)
+        return self.api.create(self.path(), tfjob(name, spec, namespace=self.namespace))
 
     def apply_yaml(self, text: str) -> subprocess.CompletedProcess[str]:
         return self.cluster.kubectl("apply", "-n", self.namespace, "-f", "-", input=text, check=False)
@@ -260,8 +230,7 @@ class TfJobs:
     def exit_pod(self, pod: str, code: int) -> None:
         """Make a running pod exit with `code` (the KWOK stage reacts to the annotation)."""
         self.api.patch(resource_path("", "v1", "pods", self.namespace, pod),
-                       {"metadata": {"annotations": {"sim.tensorflowjob.kubeflow.org/exit-code": str(code),
-                                                     "sim.tensorflowjob.kubeflow.org/exit-after": "0s"}}})
+                       {"metadata": {"annotations": {SIM_EXIT_CODE: str(code), SIM_EXIT_AFTER: "0s"}}})
 
     def service(self, name: str) -> dict[str, Any] | None:
         try:

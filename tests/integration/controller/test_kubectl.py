@@ -1,4 +1,4 @@
-"""The kubectl experience, with the real kubectl against the local control plane (issue #7):
+"""The kubectl experience, with the real kubectl against the local control plane:
 `get` columns, `describe` events, `wait --for=condition`, `explain`, `scale`, and the install
 manifests accepted by the API server (`apply --dry-run=server -k`).
 

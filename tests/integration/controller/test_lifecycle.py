@@ -1,4 +1,6 @@
-"""The TensorFlowJob lifecycle on a real API server with KWOK nodes (issue #6, scenarios 1-5, 8-10)."""
+"""The TensorFlowJob lifecycle on a real API server with KWOK nodes: pods, Service and TF_CONFIG;
+success, failure and restart policies; back-off limit, deadline and TTL; suspend and resume; and
+what cleanPodPolicy leaves behind."""
 
 from __future__ import annotations
 

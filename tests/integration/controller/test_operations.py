@@ -1,4 +1,4 @@
-"""Running the operator like production (issue #7): leader election between real processes,
+"""Running the operator like production: leader election between real processes,
 metrics and readiness over HTTP, and the manifests' least-privilege RBAC enforced by the API server.
 
 Every test pauses the session-wide operator (`no_session_operator`) and starts its own processes,
@@ -27,8 +27,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from devcluster.cluster import Cluster
 from devcluster.components import COMPONENTS
 from kube import ApiError, Kube, resource_path
+from tests.support.jobs import devcluster_role
+from tests.support.polling import wait_for
 
-from .conftest import ROOT, Operator, TfJobs, role, wait_for
+from .conftest import ROOT, Operator, TfJobs
 
 pytestmark = pytest.mark.usefixtures("no_session_operator")
 
@@ -116,7 +118,7 @@ def http_status(url: str) -> int:
 
 
 def succeeding_job(tfjobs: TfJobs, name: str, workers: int = 2, **spec: Any) -> None:
-    tfjobs.create(name, worker=role(workers, exit_code=0, exit_after="2s"), **spec)
+    tfjobs.create(name, worker=devcluster_role(workers, exit_code=0, exit_after="2s"), **spec)
 
 
 # ---- leader election -------------------------------------------------------------------------------
@@ -204,7 +206,7 @@ def test_metrics_count_a_job_its_pods_reconciles_queue_and_api_requests(
     before = samples(operator)
 
     # The worker finishes; the parameter server keeps running and is deleted on success (cleanPodPolicy Running).
-    tfjobs_no_operator.create("counted", worker=role(1, exit_code=0, exit_after="2s"), ps=role(1))
+    tfjobs_no_operator.create("counted", worker=devcluster_role(1, exit_code=0, exit_after="2s"), ps=devcluster_role(1))
     tfjobs_no_operator.wait_condition("counted", "Succeeded", timeout=60)
     tfjobs_no_operator.wait_for(lambda: tfjobs_no_operator.pod_names("counted", "ps") == [], 30,
                                 "the ps pod to be deleted")
@@ -349,7 +351,8 @@ def test_operator_with_the_manifests_roles_runs_a_job_to_success_and_cleanup_wit
 
     # Exercises every granted verb: list/watch jobs, pods, services and nodes; create pods, the
     # service and events; patch status; delete the running ps pod on success; delete the job (TTL).
-    jobs.create("least", worker=role(2, exit_code=0, exit_after="3s"), ps=role(1), ttlSecondsAfterFinished=2)
+    jobs.create("least", worker=devcluster_role(2, exit_code=0, exit_after="3s"), ps=devcluster_role(1),
+                ttlSecondsAfterFinished=2)
     jobs.wait_condition("least", "Running", timeout=60)
     jobs.wait_condition("least", "Succeeded", timeout=60)
     assert jobs.service("least") is not None

@@ -1,4 +1,6 @@
-"""Operator restarts and bad input (issue #6, scenarios 11 and 12)."""
+"""Operator restarts and bad input: a restart mid-creation still makes each pod exactly once, a job
+deleted mid-creation leaves nothing behind; a template the API server rejects, a squatted pod name
+and a quota refusal are reported on the job; an invalid job is rejected at apply time."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import time
 from typing import Any
 
 from kube import ApiError, resource_path
+from tests.support.jobs import container, pod_manifest
 
 
 def test_operator_restarted_while_creating_a_wide_job_makes_each_pod_exactly_once(
@@ -50,9 +53,9 @@ def test_template_the_api_server_rejects_fails_the_job_with_its_message(tfjobs: 
 
 
 def test_foreign_pod_squatting_a_name_is_reported_and_left_alone(tfjobs: Any) -> None:
-    squatter = tfjobs.api.create(resource_path("", "v1", "pods", tfjobs.namespace), {
-        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sq-worker-1", "labels": {"app": "mine"}},
-        "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
+    squatter = tfjobs.api.create(resource_path("", "v1", "pods", tfjobs.namespace),
+                                 pod_manifest("sq-worker-1", labels={"app": "mine"},
+                                              containers=[container("busybox", name="c")]))
     tfjobs.create("sq", worker=tfjobs.role(2))
     conflict = tfjobs.wait_for(lambda: (tfjobs.condition("sq", "Running") or {}).get("reason") == "NameConflict",
                                30, "a NameConflict condition")

@@ -1,4 +1,5 @@
-"""Scaling, topology changes, and repair of disruptions (issue #6, scenarios 6 and 7)."""
+"""Scaling and topology changes (every pod ends up with the new TF_CONFIG), and repair of disruptions:
+pods deleted by hand, evicted from a NotReady node, or stuck terminating on a lost node."""
 
 from __future__ import annotations
 

@@ -13,6 +13,7 @@ from pytest_mock import MockerFixture
 from controller.controller import Controller
 from kube import Kube
 from kube.clock import FakeClock
+from tests.support.jobs import role, tfjob
 
 
 @pytest.fixture
@@ -170,10 +171,7 @@ def test_pod_being_bound_to_a_node_enqueues_nothing(kube: Mock) -> None:
 
 
 def a_job(resource_version: str) -> dict[str, Any]:
-    return {"apiVersion": "kubeflow.org/v1", "kind": "TensorFlowJob",
-            "metadata": {"name": "j", "namespace": "ns", "uid": "uid-1", "resourceVersion": resource_version},
-            "spec": {"worker": {"replicas": 1, "template": {"spec": {"containers": [{"name": "tensorflow",
-                                                                                      "image": "tf"}]}}}}}
+    return tfjob("j", {"worker": role(1)}, namespace="ns", uid="uid-1", resourceVersion=resource_version)
 
 
 def test_the_echo_of_our_own_status_write_enqueues_nothing_but_any_other_update_does(kube: Mock) -> None:
@@ -202,3 +200,16 @@ def test_a_deleted_job_is_forgotten_entirely_and_reconciled_once_more(kube: Mock
     assert not controller.memory.wrote("ns/j", "7")
     assert controller.memory.take_deferred("ns/j", job) is None
     assert drain(controller) == ["ns/j"]
+
+
+def test_the_controller_watches_its_jobs_children_and_nodes_through_the_informer_factory(kube: Mock) -> None:
+    controller = Controller(kube, namespaces=["team-a"])
+    sources = {name: [r.lister_watcher.description for r in informer.reflectors]
+               for name, informer in controller.informer_factory.informers.items()}
+    assert sources == {
+        "tensorflowjobs": ["/apis/kubeflow.org/v1/namespaces/team-a/tensorflowjobs"],
+        "pods": ["/api/v1/namespaces/team-a/pods (tensorflowjob.kubeflow.org/job-name)"],
+        "services": ["/api/v1/namespaces/team-a/services (tensorflowjob.kubeflow.org/job-name)"],
+        "nodes": ["/api/v1/nodes"],
+    }
+    assert controller.informers() == [controller.jobs, controller.pods, controller.services, controller.nodes]

@@ -11,12 +11,13 @@ from unittest.mock import Mock
 import pytest
 from pytest_mock import MockerFixture
 
-from controller.job.builders import build_pods, build_service
+from controller.job.builders import build_service
 from controller.job.defaults import apply_defaults
 from controller.job.timeutil import format_time
 from controller.reconciler import STALE_CACHE_WAIT, Reconciler, RequeueError
 from kube import ApiError, Kube
 from kube.clock import FakeClock
+from tests.support.jobs import pods_for, role, tfjob
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
 LATER = NOW + timedelta(seconds=2)
@@ -24,12 +25,8 @@ JOB_PATH = "/apis/kubeflow.org/v1/namespaces/ns/tensorflowjobs/j"
 
 
 def make_job(workers: int = 2, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "kubeflow.org/v1", "kind": "TensorFlowJob",
-        "metadata": {"name": "j", "namespace": "ns", "uid": "job-uid", "resourceVersion": "10", "generation": 1},
-        "spec": {"worker": {"replicas": workers, "template": {"spec": {"containers": [{"name": "tensorflow", "image": "tf"}]}}},
-                 **spec},
-    }
+    return tfjob("j", {"worker": role(workers), **spec}, namespace="ns", uid="job-uid", resourceVersion="10",
+                 generation=1)
 
 
 class FakeCaches:
@@ -51,11 +48,7 @@ class FakeCaches:
 
 
 def running_pods(job: dict[str, Any]) -> list[dict[str, Any]]:
-    pods = build_pods(apply_defaults(job))
-    for pod in pods:
-        pod["metadata"]["uid"] = "uid-" + pod["metadata"]["name"]
-        pod["status"] = {"phase": "Running"}
-    return pods
+    return pods_for(apply_defaults(job), node=None)
 
 
 def owned_service(job: dict[str, Any]) -> dict[str, Any]:

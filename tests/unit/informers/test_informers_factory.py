@@ -1,4 +1,4 @@
-"""InformerFactory and PathListerWatcher: which paths and selectors the controller's informers use."""
+"""InformerFactory and PathListerWatcher: one informer per name, the paths and selectors they list and watch."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ from typing import Any
 
 import pytest
 
-from informers.factory import JOB_NAME_LABEL, InformerFactory
+from informers.factory import InformerFactory
+from informers.informer import SharedInformer
 from informers.listwatch import PathListerWatcher
+from informers.store import Store
 from informers.testing import FakeWatch, page, pod, wait_until
 
 Obj = dict[str, Any]
@@ -38,6 +40,26 @@ class FakeClient:
         return stream
 
 
+
+JOB_NAME_LABEL = "tensorflowjob.kubeflow.org/job-name"
+
+
+def tfjobs_informer(factory: InformerFactory) -> SharedInformer:
+    return factory.for_resource("tensorflowjobs", "kubeflow.org", "v1", "tensorflowjobs")
+
+
+def pods_informer(factory: InformerFactory) -> SharedInformer:
+    return factory.for_resource("pods", "", "v1", "pods", label_selector=JOB_NAME_LABEL)
+
+
+def services_informer(factory: InformerFactory) -> SharedInformer:
+    return factory.for_resource("services", "", "v1", "services", label_selector=JOB_NAME_LABEL)
+
+
+def nodes_informer(factory: InformerFactory) -> SharedInformer:
+    return factory.for_resource("nodes", "", "v1", "nodes", namespaced=False)
+
+
 @pytest.fixture
 def client() -> FakeClient:
     return FakeClient()
@@ -51,15 +73,15 @@ def factory(client: FakeClient) -> Iterator[InformerFactory]:
 
 
 def test_tfjobs_are_listed_in_every_namespace_through_the_custom_resource_path(factory: InformerFactory, client: FakeClient) -> None:
-    factory.tfjobs()
+    tfjobs_informer(factory)
     factory.start()
     assert factory.wait_for_sync(10)
     assert client.lists == [("/apis/kubeflow.org/v1/tensorflowjobs", {"limit": 500})]
 
 
 def test_pods_and_services_are_selected_by_the_job_name_label(factory: InformerFactory, client: FakeClient) -> None:
-    factory.pods()
-    factory.services()
+    pods_informer(factory)
+    services_informer(factory)
     factory.start()
     assert factory.wait_for_sync(10)
     assert sorted(client.lists) == [
@@ -69,7 +91,7 @@ def test_pods_and_services_are_selected_by_the_job_name_label(factory: InformerF
 
 
 def test_the_watch_continues_from_the_list_with_the_same_selector(factory: InformerFactory, client: FakeClient) -> None:
-    factory.pods()
+    pods_informer(factory)
     factory.start()
     assert factory.wait_for_sync(10)
     assert wait_until(lambda: len(client.watches) == 1)
@@ -79,8 +101,8 @@ def test_the_watch_continues_from_the_list_with_the_same_selector(factory: Infor
 def test_given_namespaces_get_one_reflector_each_and_one_store(client: FakeClient) -> None:
     factory = InformerFactory(client, namespaces=["team-a", "team-b", "team-a"])
     try:
-        jobs = factory.tfjobs()
-        pods = factory.pods()
+        jobs = tfjobs_informer(factory)
+        pods = pods_informer(factory)
         factory.start()
         assert factory.wait_for_sync(10)
         assert sorted(p for p, _ in client.lists) == [
@@ -98,7 +120,7 @@ def test_given_namespaces_get_one_reflector_each_and_one_store(client: FakeClien
 def test_nodes_are_cluster_scoped_even_with_namespaces(client: FakeClient) -> None:
     factory = InformerFactory(client, namespaces=["team-a"])
     try:
-        factory.nodes()
+        nodes_informer(factory)
         factory.start()
         assert factory.wait_for_sync(10)
         assert client.lists == [("/api/v1/nodes", {"limit": 500})]
@@ -107,21 +129,21 @@ def test_nodes_are_cluster_scoped_even_with_namespaces(client: FakeClient) -> No
 
 
 def test_each_resource_gets_one_shared_informer(factory: InformerFactory) -> None:
-    assert factory.pods() is factory.pods()
-    assert factory.tfjobs() is not factory.pods()
+    assert pods_informer(factory) is pods_informer(factory)
+    assert tfjobs_informer(factory) is not pods_informer(factory)
     assert set(factory.informers) == {"pods", "tensorflowjobs"}
 
 
 def test_an_informer_built_after_start_starts_at_once(factory: InformerFactory, client: FakeClient) -> None:
     factory.start()
-    services = factory.services()
+    services = services_informer(factory)
     assert services.wait_for_sync(10)
 
 
 def test_stop_stops_every_informer_and_closes_the_watches(client: FakeClient) -> None:
     factory = InformerFactory(client)
-    factory.tfjobs()
-    factory.pods()
+    tfjobs_informer(factory)
+    pods_informer(factory)
     factory.start()
     assert factory.wait_for_sync(10)
     factory.stop()
@@ -141,3 +163,8 @@ def test_path_lister_watcher_passes_continue_and_describes_itself(client: FakeCl
     source.list(limit=10, continue_token="tok")
     assert client.lists == [("/api/v1/pods", {"labelSelector": "a", "limit": 10, "continue": "tok"})]
     assert source.description == "/api/v1/pods (a)"
+
+
+def test_a_given_store_is_the_one_the_informer_fills(factory: InformerFactory) -> None:
+    store = Store()
+    assert factory.for_resource("pods", "", "v1", "pods", store=store).store is store

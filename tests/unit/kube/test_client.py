@@ -1,4 +1,4 @@
-"""Unit tests of the client boundary `controller/kube.py`.
+"""Unit tests of the client boundary `kube/`.
 
 Scope: path building and parsing, error classification (ApiException, Status bodies, transport
 errors), how requests are handed to the generic `ApiClient.call_api` (mocked with pytest-mock),

@@ -1,22 +1,16 @@
-"""TF_CONFIG rules (DESIGN §3) on plain job dicts."""
+"""TF_CONFIG rules (docs/design.md §3) on plain job dicts."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from tests.support.jobs import container, role, tfjob
 from tfconfig import SerializedCluster, cluster_spec, cluster_spec_hash, pod_address, tf_config, tf_config_json
 
 
-def role(replicas: int = 1, port: int | None = None, name: str = "tensorflow") -> dict[str, Any]:
-    container: dict[str, Any] = {"name": name, "image": "tf"}
-    if port is not None:
-        container["ports"] = [{"name": "tfjob-port", "containerPort": port}]
-    return {"replicas": replicas, "template": {"spec": {"containers": [container]}}}
-
-
 def job(**roles: dict[str, Any]) -> dict[str, Any]:
-    return {"metadata": {"name": "mnist", "namespace": "team-a"}, "spec": roles}
+    return tfjob("mnist", roles, namespace="team-a")
 
 
 def test_worker_only_cluster_lists_each_worker_in_index_order() -> None:
@@ -53,15 +47,14 @@ def test_custom_cluster_domain_is_appended_to_every_address() -> None:
 
 
 def test_custom_tfjob_port_is_used_for_that_role_only() -> None:
-    cluster = cluster_spec(job(ps=role(1, port=3333), worker=role(1)))
+    cluster = cluster_spec(job(ps=role(1, containers=[container(port=3333)]), worker=role(1)))
     assert cluster["ps"] == ["mnist-ps-0.mnist.team-a.svc:3333"]
     assert cluster["worker"] == ["mnist-worker-0.mnist.team-a.svc:2222"]
 
 
 def test_port_comes_from_the_tensorflow_container_not_the_first() -> None:
-    sidecar = {"name": "sidecar", "image": "x", "ports": [{"name": "tfjob-port", "containerPort": 9999}]}
-    tf = {"name": "tensorflow", "image": "tf", "ports": [{"name": "tfjob-port", "containerPort": 4444}]}
-    spec = {"replicas": 1, "template": {"spec": {"containers": [sidecar, tf]}}}
+    sidecar = container("x", name="sidecar", port=9999)
+    spec = role(1, containers=[sidecar, container(port=4444)])
     assert cluster_spec(job(worker=spec)) == {"worker": ["mnist-worker-0.mnist.team-a.svc:4444"]}
 
 
@@ -98,7 +91,7 @@ def test_hash_changes_exactly_when_the_topology_changes() -> None:
     assert base == cluster_spec_hash(cluster_spec(job(ps=role(2), worker=role(4))))
     assert base != cluster_spec_hash(cluster_spec(job(ps=role(4), worker=role(4))))
     assert base != cluster_spec_hash(cluster_spec(job(ps=role(2), worker=role(5))))
-    assert base != cluster_spec_hash(cluster_spec(job(ps=role(2, port=3000), worker=role(4))))
+    assert base != cluster_spec_hash(cluster_spec(job(ps=role(2, containers=[container(port=3000)]), worker=role(4))))
 
 
 def test_hash_ignores_the_evaluator_which_is_not_in_the_cluster() -> None:
@@ -112,7 +105,7 @@ def test_pod_address_without_domain_ends_in_svc() -> None:
 
 
 def test_serialized_cluster_builds_each_tf_config_exactly_as_serialising_it_whole() -> None:
-    spec = job(chief=role(), ps=role(2, port=2223), worker=role(3), evaluator=role())
+    spec = job(chief=role(), ps=role(2, containers=[container(port=2223)]), worker=role(3), evaluator=role())
     for domain in ("", "cluster.local"):
         cluster = SerializedCluster.of(spec, domain)
         assert cluster.hash == cluster_spec_hash(cluster_spec(spec, domain))

@@ -1,4 +1,4 @@
-"""Fixtures for the fault-injection (chaos) suite of issue #9.
+"""Fixtures for the fault-injection (chaos) suite: the operator and the cluster under it fail while jobs run.
 
 Size: `CHAOS_SCALE=ci` (the default, run by `make test`) or `full` (`make chaos`); the numbers of
 both are in `SCALES`. Randomness: every test draws from `rng`, seeded from `CHAOS_SEED` (or a fresh
@@ -34,8 +34,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from controller.job.labels import JOB_NAME_LABEL
 from kube import ApiError, Kube, resource_path
+from tests.support.polling import wait_for
 
-from ..conftest import LOG_DIR, Operator, wait_for
+from ..conftest import LOG_DIR, Operator
 from .watching import JobWatch, PodWatch
 
 SCALE_ENV = "CHAOS_SCALE"
@@ -181,11 +182,11 @@ def job_watch(api: Kube, namespace: str) -> Iterator[JobWatch]:
 class Supervisor:
     """Restart control-plane components that crash, as the kubelet restarts static pods.
 
-    Restarting the API server can kill the kube-scheduler ("Pod updated on a different node than
-    previously added to. Scheduler cache is corrupted", a fatal log; kubernetes/kubernetes#50916):
-    in a real cluster the kubelet restarts it; in the devcluster nothing would, and pods would stay
-    Pending for the rest of the session. Components a test restarts on purpose are left to the test,
-    which holds `lock` while doing so.
+    Restarting the API server can kill the kube-scheduler (it exits with the fatal log "Pod updated
+    on a different node than previously added to. Scheduler cache is corrupted"): in a real cluster
+    the kubelet restarts it; in the devcluster nothing would, and pods would stay Pending for the
+    rest of the session. Components a test restarts on purpose are left to the test, which holds
+    `lock` while doing so.
     """
 
     WATCHED = ("kube-controller-manager", "kube-scheduler", "kwok")
@@ -225,18 +226,6 @@ def supervisor(cluster: Any) -> Iterator[Supervisor]:
 
 
 # ---- shared checks ----------------------------------------------------------------------------------
-
-
-def until_empty(remaining: Callable[[], list[str]], timeout: float, what: str, interval: float = 0.5) -> None:
-    """Poll until `remaining()` (what is still wrong) is empty; fail listing what it last returned."""
-    deadline = time.monotonic() + timeout
-    while True:
-        left = remaining()
-        if not left:
-            return
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}; still: " + "; ".join(left[:20]))
-        threading.Event().wait(interval)
 
 
 def metric_total(operator: Operator, name: str, **labels: str) -> float:

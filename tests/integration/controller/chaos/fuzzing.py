@@ -22,11 +22,9 @@ from typing import Any
 from hypothesis import strategies as st
 
 from controller.job.labels import JOB_NAME_LABEL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
+from tests.support.jobs import DEVCLUSTER_IMAGE, ROLES, SIM_EXIT_AFTER, SIM_EXIT_CODE, tfjob
 
-ROLES = ("chief", "ps", "worker", "evaluator")
 POLICIES = ("Never", "OnFailure", "Always", "ExitCode")
-IMAGE = "tensorflow/tensorflow:2.21.0"
-SIM = "sim.tensorflowjob.kubeflow.org"
 JOB_UID = "0b0e6c1c-0000-4000-8000-00000000f022"
 
 
@@ -38,10 +36,6 @@ class Candidate:
     note: str = ""
 
 
-def document(name: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": "kubeflow.org/v1", "kind": "TensorFlowJob", "metadata": {"name": name}, "spec": spec}
-
-
 # ---- valid jobs ---------------------------------------------------------------------------------
 
 EXITS = st.sampled_from([None, ("0", "2s"), ("0", "1s"), ("1", "2s"), ("137", "1s")])
@@ -49,7 +43,7 @@ EXITS = st.sampled_from([None, ("0", "2s"), ("0", "1s"), ("1", "2s"), ("137", "1
 
 @st.composite
 def templates(draw: st.DrawFn) -> dict[str, Any]:
-    tensorflow: dict[str, Any] = {"name": "tensorflow", "image": IMAGE}
+    tensorflow: dict[str, Any] = {"name": "tensorflow", "image": DEVCLUSTER_IMAGE}
     if draw(st.booleans()):
         tensorflow["ports"] = [{"name": "tfjob-port", "containerPort": draw(st.sampled_from([1, 2222, 8470, 65535]))}]
     if draw(st.booleans()):
@@ -60,7 +54,7 @@ def templates(draw: st.DrawFn) -> dict[str, Any]:
     template: dict[str, Any] = {"spec": {"containers": containers}}
     exit_with = draw(EXITS)
     if exit_with:
-        template["metadata"] = {"annotations": {f"{SIM}/exit-code": exit_with[0], f"{SIM}/exit-after": exit_with[1]}}
+        template["metadata"] = {"annotations": {SIM_EXIT_CODE: exit_with[0], SIM_EXIT_AFTER: exit_with[1]}}
     return template
 
 
@@ -182,7 +176,7 @@ def base_for_mutation(name: str, template: dict[str, Any]) -> dict[str, Any]:
     """A valid job with every role present, so any mutation has something to change."""
     def role(replicas: int) -> dict[str, Any]:
         return {"replicas": replicas, "template": copy.deepcopy(template)}
-    return document(name, {"chief": role(1), "ps": role(1), "worker": role(2), "evaluator": role(1)})
+    return tfjob(name, {"chief": role(1), "ps": role(1), "worker": role(2), "evaluator": role(1)})
 
 
 @st.composite
@@ -195,13 +189,13 @@ def rejected(draw: st.DrawFn) -> Candidate:
 
 @st.composite
 def valid(draw: st.DrawFn) -> Candidate:
-    return Candidate(document(draw(names()), draw(valid_specs())), "valid")
+    return Candidate(tfjob(draw(names()), draw(valid_specs())), "valid")
 
 
 @st.composite
 def invalid_specs(draw: st.DrawFn) -> Candidate:
     """Admitted by the CRD, refused by validation (so the operator must fail it with InvalidSpec)."""
-    job = document(draw(names()), draw(valid_specs()))
+    job = tfjob(draw(names()), draw(valid_specs()))
     spec = job["spec"]
     if draw(st.booleans()):
         role = spec.get("worker") or spec.get("chief")
@@ -218,7 +212,7 @@ def invalid_specs(draw: st.DrawFn) -> Candidate:
 @st.composite
 def bad_templates(draw: st.DrawFn) -> Candidate:
     """Valid for the CRD and for validation; the API server's pod validation refuses the pods."""
-    job = document(draw(names()), draw(valid_specs()))
+    job = tfjob(draw(names()), draw(valid_specs()))
     job["spec"].pop("suspend", None)  # a suspended job never tries to create its pods
     role = job["spec"].get("worker") or job["spec"]["chief"]
     role["replicas"] = max(1, role.get("replicas", 1))
@@ -294,7 +288,7 @@ def observed_pods(draw: st.DrawFn, job_name: str) -> list[dict[str, Any]]:
             metadata["deletionTimestamp"] = deleted_at
         pods.append({"apiVersion": "v1", "kind": "Pod", "metadata": metadata,
                      "spec": {"nodeName": draw(st.sampled_from(["", "node-a", "dead"])),
-                              "containers": [{"name": "tensorflow", "image": IMAGE}]},
+                              "containers": [{"name": "tensorflow", "image": DEVCLUSTER_IMAGE}]},
                      "status": status})
     return pods
 

@@ -1,4 +1,4 @@
-"""Fault 8 (issue #9): bad input, generated with hypothesis (strategies in fuzzing.py).
+"""Fault 8: bad input, generated with hypothesis (strategies in fuzzing.py).
 
 Offline, fast and many: every generated job — valid edge cases, invalid mutations, arbitrary JSON
 where the fields go — and every generated set of observed pods and prior status goes through
@@ -35,15 +35,16 @@ from controller.job.labels import JOB_NAME_LABEL
 from controller.job.plan import plan_job
 from controller.job.validation import validate_job
 from kube import Kube, resource_path
+from tests.support.jobs import DEVCLUSTER_IMAGE, container, pod_manifest, role, tfjob
+from tests.support.polling import until_empty, wait_for
 
-from ..conftest import Operator, TfJobs, wait_for
-from .conftest import SESSION_SEED, Scale, metric_total, until_empty
+from ..conftest import Operator, TfJobs
+from .conftest import SESSION_SEED, Scale, metric_total
 from .fuzzing import (
     JOB_UID,
     Candidate,
     bad_templates,
     candidates,
-    document,
     invalid_specs,
     job_statuses,
     names,
@@ -115,7 +116,7 @@ def test_validation_and_the_planner_never_raise_and_keep_their_promises_on_gener
     @seed(hypothesis_seed("planner"))
     @settings(max_examples=scale.planner_examples, deadline=None, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-    @given(st.one_of(candidates(), st.builds(lambda n, s: Candidate(document(n, s), "wild"), names(), wild_specs())),
+    @given(st.one_of(candidates(), st.builds(lambda n, s: Candidate(tfjob(n, s), "wild"), names(), wild_specs())),
            st.data())
     def check(candidate: Candidate, data: st.DataObject) -> None:
         counts[candidate.kind] = counts.get(candidate.kind, 0) + 1
@@ -199,9 +200,8 @@ def reconciles_between(operator: Operator, start: datetime, end: datetime) -> di
 def squat(api: Kube, namespace: str) -> dict[str, str]:
     """A foreign Pod and Service named as job `decoy`'s would be, with the job label; their versions."""
     labels = {JOB_NAME_LABEL: DECOY, "owner": "someone-else"}
-    pod = api.create(resource_path("", "v1", "pods", namespace), {
-        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"{DECOY}-worker-0", "labels": labels},
-        "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
+    pod = api.create(resource_path("", "v1", "pods", namespace),
+                     pod_manifest(f"{DECOY}-worker-0", labels=labels, containers=[container("busybox", name="c")]))
     service = api.create(resource_path("", "v1", "services", namespace), {
         "apiVersion": "v1", "kind": "Service", "metadata": {"name": DECOY, "labels": labels},
         "spec": {"clusterIP": "None", "selector": {"owner": "someone-else"}, "ports": [{"port": 80}]}})
@@ -218,8 +218,7 @@ def requests_made(operator: Operator) -> float:
                for verb in ("get", "create", "update", "patch", "delete"))
 
 
-CONFLICT = Candidate(document(DECOY, {"worker": {"replicas": 1, "template": {"spec": {"containers": [
-    {"name": "tensorflow", "image": "tensorflow/tensorflow:2.21.0"}]}}}}), "conflict")
+CONFLICT = Candidate(tfjob(DECOY, {"worker": role(1, image=DEVCLUSTER_IMAGE)}), "conflict")
 
 
 def test_generated_jobs_are_rejected_naming_the_field_or_run_or_fail_with_a_specific_reason(

@@ -1,4 +1,4 @@
-"""Faults 2 and 3 (issue #9): the control plane under the operator restarts and forgets.
+"""Faults 2 and 3: the control plane under the operator restarts and forgets.
 
 2. The API server, then etcd, are restarted while jobs run: the operator (the same process) reconnects,
    relists, and converges; jobs submitted and pods deleted right after each restart are handled, no
@@ -22,9 +22,11 @@ import pytest
 
 from controller.job.labels import REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
 from kube import Kube, resource_path
+from tests.support.jobs import devcluster_role
+from tests.support.polling import until_empty, wait_for
 
-from ..conftest import Operator, TfJobs, role, wait_for
-from .conftest import Scale, Supervisor, metric_total, until_empty, wait_cluster_serves_new_namespaces
+from ..conftest import Operator, TfJobs
+from .conftest import Scale, Supervisor, metric_total, wait_cluster_serves_new_namespaces
 from .watching import JobWatch, PodWatch
 from .workload import PlannedJob, live_pods_of_finished_jobs, mixed_jobs, outcome_problems, plan_job, unfinished
 
@@ -61,7 +63,8 @@ def test_operator_rides_out_api_server_and_etcd_restarts_without_restarting(
     relists_before = relists(operator)
     # Jobs that finish during or after the restarts, and one that runs until told to finish.
     jobs = mixed_jobs(rng, scale.restart_jobs, "r", 10.0, 30.0, kinds=("workers", "chief-ps", "never", "scaled"))
-    steady = PlannedJob("steady", "steady", {"ps": role(1), "worker": role(2)}, "Succeeded", "JobSucceeded", False)
+    steady = PlannedJob("steady", "steady", {"ps": devcluster_role(1), "worker": devcluster_role(2)}, "Succeeded",
+                        "JobSucceeded", False)
     jobs.append(steady)
     for job in jobs:
         job.create(tfjobs)
@@ -111,7 +114,8 @@ def test_deletes_during_a_compacted_disconnect_are_seen_after_410(
     operator = operators(["--namespace", tfjobs.namespace])
     assert operator.process is not None
     names = [f"c{i}" for i in range(max(3, scale.compaction_jobs))]
-    uids = {name: tfjobs.create(name, worker=role(2), ps=role(1))["metadata"]["uid"] for name in names}
+    uids = {name: tfjobs.create(name, worker=devcluster_role(2), ps=devcluster_role(1))["metadata"]["uid"]
+            for name in names}
     tfjobs.wait_for(lambda: all(tfjobs.status(n).get("state") == "Running" for n in names), 60, "every job Running")
     relists_before = relists(operator)
 
@@ -122,7 +126,7 @@ def test_deletes_during_a_compacted_disconnect_are_seen_after_410(
         tfjobs.delete(recreated)
         tfjobs.wait_for(lambda: tfjobs.get(recreated) is None and not tfjobs.pods(recreated), 60,
                         f"{recreated} and its pods to be deleted")
-        uids[recreated] = tfjobs.create(recreated, worker=role(3))["metadata"]["uid"]
+        uids[recreated] = tfjobs.create(recreated, worker=devcluster_role(3))["metadata"]["uid"]
         # Pods deleted by someone (a disruption to repair):
         gone_pods = {}
         for name in disrupted:

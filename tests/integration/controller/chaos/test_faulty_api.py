@@ -1,4 +1,4 @@
-"""Fault 7 (issue #9): a slow and failing API, through the fault-injecting proxy (faultproxy.py).
+"""Fault 7: a slow and failing API, through the fault-injecting proxy (faultproxy.py).
 
 The operator talks to the API server only through the proxy (a ServiceAccount token bound to
 cluster-admin, the proxy's CA). For a while every request — watches included — may be delayed,
@@ -23,9 +23,10 @@ import pytest
 import yaml
 
 from kube import ApiError, Kube, resource_path
+from tests.support.polling import until_empty, wait_for
 
-from ..conftest import Operator, TfJobs, wait_for
-from .conftest import Scale, metric_total, until_empty
+from ..conftest import Operator, TfJobs
+from .conftest import Scale, metric_total
 from .faultproxy import Exchange, FaultProxy, Faults
 from .watching import JobWatch, PodWatch
 from .workload import live_pods_of_finished_jobs, mixed_jobs, outcome_problems, unfinished

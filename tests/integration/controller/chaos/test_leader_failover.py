@@ -1,4 +1,4 @@
-"""Fault 6 (issue #9): the leader fails while jobs are in flight, and a standby takes over.
+"""Fault 6: the leader fails while jobs are in flight, and a standby takes over.
 
 Two operators elect a leader through a Lease in the test's namespace (4 s lease, 3 s renew
 deadline, 0.5 s retry). While mixed jobs are created, scaled and finishing, the leader is taken
@@ -23,9 +23,10 @@ from typing import Any
 import pytest
 
 from kube import ApiError, Kube, resource_path
+from tests.support.polling import until_empty, wait_for
 
-from ..conftest import Operator, TfJobs, wait_for
-from .conftest import Scale, until_empty, wait_no_leftovers
+from ..conftest import Operator, TfJobs
+from .conftest import Scale, wait_no_leftovers
 from .watching import JobWatch, PodWatch
 from .workload import live_pods_of_finished_jobs, mixed_jobs, outcome_problems, unfinished
 

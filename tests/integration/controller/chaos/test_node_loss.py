@@ -1,4 +1,4 @@
-"""Fault 4 (issue #9): a node is lost (KWOK stops heartbeating for it) under running jobs.
+"""Fault 4: a node is lost (KWOK stops heartbeating for it) under running jobs.
 
 The controller-manager marks the node Unknown after its 20 s grace period, taints it, and evicts
 its pods 5 s later; with no kubelet to confirm, they stay Terminating. The operator must force-delete
@@ -19,8 +19,10 @@ import pytest
 
 from controller.job.plan import FORCE_DELETE_AFTER
 from kube import Kube
+from tests.support.jobs import devcluster_role
+from tests.support.polling import wait_for
 
-from ..conftest import Operator, TfJobs, role, wait_for
+from ..conftest import Operator, TfJobs
 from .conftest import Scale, metric_total
 from .watching import PodStory, PodWatch
 
@@ -85,7 +87,7 @@ def test_pods_on_a_lost_node_are_replaced_once_on_healthy_nodes_within_the_bound
         chaos_results: Callable[..., None]) -> None:
     names = [f"n{i}" for i in range(scale.node_jobs)]
     for name in names:
-        roles = {"ps": role(1), "worker": role(scale.node_workers)}
+        roles = {"ps": devcluster_role(1), "worker": devcluster_role(scale.node_workers)}
         for spec in roles.values():
             spec["template"]["spec"]["terminationGracePeriodSeconds"] = POD_GRACE
         tfjobs.create(name, **roles)

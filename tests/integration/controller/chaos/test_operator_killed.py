@@ -1,4 +1,4 @@
-"""Fault 1 (issue #9): the operator is SIGKILLed at random moments while jobs are created, scaled and
+"""Fault 1: the operator is SIGKILLed at random moments while jobs are created, scaled and
 finishing, and restarted each time.
 
 Nothing may be lost or doubled: every job reaches its right terminal state, the raw-watch detector
@@ -17,8 +17,10 @@ from typing import Any
 
 import pytest
 
-from ..conftest import Operator, TfJobs, wait_for
-from .conftest import Scale, until_empty, wait_no_leftovers
+from tests.support.polling import until_empty, wait_for
+
+from ..conftest import Operator, TfJobs
+from .conftest import Scale, wait_no_leftovers
 from .watching import JobWatch, PodWatch
 from .workload import live_pods_of_finished_jobs, mixed_jobs, outcome_problems, unfinished
 

@@ -1,4 +1,4 @@
-"""Fault 5 (issue #9): random pod deletions and failures on a running OnFailure job.
+"""Fault 5: random pod deletions and failures on a running OnFailure job.
 
 Each round hits a random few Running pods (distinct slots, each by UID so a replacement is never
 hit by mistake): a deletion (a disruption: replaced, not counted) or an injected failure (exit code
@@ -18,9 +18,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from controller.job.labels import REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
 from kube import resource_path
+from tests.support.jobs import devcluster_role
+from tests.support.polling import until_empty, wait_for
 
-from ..conftest import Operator, TfJobs, role, wait_for
-from .conftest import Scale, until_empty
+from ..conftest import Operator, TfJobs
+from .conftest import Scale
 from .watching import PodStory, PodWatch
 
 JOB = "churn"
@@ -48,7 +50,7 @@ def test_churned_on_failure_job_completes_counting_only_the_injected_failures(
         chaos_results: Callable[..., None]) -> None:
     pods_total = 1 + scale.churn_workers
     deleted_before = operator_deletions(operator)
-    tfjobs.create(JOB, ps=role(1), worker=role(scale.churn_workers), backoffLimit=1000)
+    tfjobs.create(JOB, ps=devcluster_role(1), worker=devcluster_role(scale.churn_workers), backoffLimit=1000)
     tfjobs.wait_pods(JOB, pods_total, timeout=90)
     tfjobs.wait_condition(JOB, "Running", timeout=60)
     failures = disruptions = 0

@@ -1,11 +1,11 @@
 """Independent observers for the chaos tests: raw watches of pods and jobs, run in threads.
 
 The operator's own view cannot be trusted to judge the operator, so every chaos test watches the
-API server itself. `PodWatch` is the duplicate detector of issue #9: it keeps, per job, role and
-index (the pod's labels, not its name), the set of *live* pods — present in the API and not yet
-Succeeded or Failed; a pod stuck terminating on a lost node still counts, since its container may
-still run — and records every moment at which one slot has two. It also keeps each pod's story
-(created, Running, Failed, terminating, gone; node; owner) for the tests' other checks.
+API server itself. `PodWatch` is the duplicate detector: it keeps, per job, role and index (the
+pod's labels, not its name), the set of *live* pods — present in the API and not yet Succeeded or
+Failed; a pod stuck terminating on a lost node still counts, since its container may still run —
+and records every moment at which one slot has two. It also keeps each pod's story (created,
+Running, Failed, terminating, gone; node; owner) for the tests' other checks.
 `JobWatch` remembers the last status of every job, so a job deleted by its TTL still shows how it
 ended.
 

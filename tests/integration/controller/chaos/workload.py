@@ -12,7 +12,9 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..conftest import TfJobs, role
+from tests.support.jobs import devcluster_role
+
+from ..conftest import TfJobs
 from .watching import JobWatch, PodWatch
 
 KINDS = ("workers", "chief-ps", "never", "scaled", "retry", "deadline", "ttl")
@@ -41,26 +43,29 @@ def plan_job(name: str, kind: str, duration: float) -> PlannedJob:
     """One job of `kind` whose deciding pod ends `duration` seconds after it starts."""
     after = f"{duration:.1f}s"
     if kind == "workers":
-        return PlannedJob(name, kind, {"worker": role(2, exit_code=0, exit_after=after)}, "Succeeded",
-                          "JobSucceeded", True)
+        spec = {"worker": devcluster_role(2, exit_code=0, exit_after=after)}
+        return PlannedJob(name, kind, spec, "Succeeded", "JobSucceeded", True)
     if kind == "chief-ps":
-        return PlannedJob(name, kind, {"chief": role(1, exit_code=0, exit_after=after), "ps": role(1),
-                                       "worker": role(2)}, "Succeeded", "JobSucceeded", True)
+        spec = {"chief": devcluster_role(1, exit_code=0, exit_after=after), "ps": devcluster_role(1),
+                "worker": devcluster_role(2)}
+        return PlannedJob(name, kind, spec, "Succeeded", "JobSucceeded", True)
     if kind == "never":
-        return PlannedJob(name, kind, {"worker": role(2, policy="Never", exit_code=1, exit_after=after)}, "Failed",
-                          "ReplicaFailed", True)
+        spec = {"worker": devcluster_role(2, policy="Never", exit_code=1, exit_after=after)}
+        return PlannedJob(name, kind, spec, "Failed", "ReplicaFailed", True)
     if kind == "scaled":
-        return PlannedJob(name, kind, {"worker": role(2, exit_code=0, exit_after=after)}, "Succeeded", "JobSucceeded",
-                          False, scale_to=3, scale_after=min(2.0, duration / 3))
+        spec = {"worker": devcluster_role(2, exit_code=0, exit_after=after)}
+        return PlannedJob(name, kind, spec, "Succeeded", "JobSucceeded", False, scale_to=3,
+                          scale_after=min(2.0, duration / 3))
     if kind == "retry":
-        return PlannedJob(name, kind, {"worker": role(1, policy="ExitCode", exit_code=137, exit_after="2s"),
-                                       "backoffLimit": RETRY_BACKOFF_LIMIT}, "Failed", "BackoffLimitExceeded", False)
+        spec = {"worker": devcluster_role(1, policy="ExitCode", exit_code=137, exit_after="2s"),
+                "backoffLimit": RETRY_BACKOFF_LIMIT}
+        return PlannedJob(name, kind, spec, "Failed", "BackoffLimitExceeded", False)
     if kind == "deadline":
-        return PlannedJob(name, kind, {"worker": role(2), "activeDeadlineSeconds": max(5, round(duration))}, "Failed",
-                          "DeadlineExceeded", True)
+        spec = {"worker": devcluster_role(2), "activeDeadlineSeconds": max(5, round(duration))}
+        return PlannedJob(name, kind, spec, "Failed", "DeadlineExceeded", True)
     if kind == "ttl":
-        return PlannedJob(name, kind, {"worker": role(1, exit_code=0, exit_after=after), "ttlSecondsAfterFinished": 2},
-                          "Succeeded", "JobSucceeded", True, deleted_by_ttl=True)
+        spec = {"worker": devcluster_role(1, exit_code=0, exit_after=after), "ttlSecondsAfterFinished": 2}
+        return PlannedJob(name, kind, spec, "Succeeded", "JobSucceeded", True, deleted_by_ttl=True)
     raise ValueError(kind)
 
 

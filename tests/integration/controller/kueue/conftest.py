@@ -9,8 +9,8 @@
 * `kueue_queue` (per test): a ClusterQueue of its own with 8 CPUs and 64Gi in `pool-a`
   (namespaceSelector {}, preemption withinClusterQueue LowerPriority) and the LocalQueue `lq` in the
   test's namespace, both Active. A ClusterQueue per test keeps tests from sharing quota. At the end
-  every Workload of the namespace is finished and loses its finalizer (else the namespace could not
-  be deleted and the quota would stay held), and both queues are deleted.
+  every Workload of the namespace is finished (else the quota would stay held until the namespace
+  is gone), and both queues are deleted.
 * `tensorflowjob_crd` (session) and `workloads` (per test, a small driver for the namespace's Workloads).
 """
 
@@ -167,24 +167,11 @@ class Workloads:
         raise AssertionError(f"Workload {name}: status patch kept conflicting")
 
     def finish(self, name: str, succeeded: bool = True, message: str = "job finished") -> None:
-        """What the operator does when the job finished: Finished=True, then drop the finalizer."""
+        """What the operator does when the job finished: Finished=True, which releases the quota."""
         self.patch_status(name, lambda w: kq.finish_status(w, succeeded, message, format_time(utcnow())))
-        self.remove_finalizer(name)
-
-    def remove_finalizer(self, name: str) -> None:
-        for _ in range(10):
-            patch = kq.remove_finalizer_patch(self.get(name))
-            if patch is None:
-                return
-            try:
-                self.api.patch(kq.workload_path(self.namespace, name), patch)
-                return
-            except ApiError as error:
-                if not error.conflict:
-                    raise
 
     def release_all(self) -> None:
-        """Finish every Workload of the namespace and drop its finalizer (test clean-up)."""
+        """Finish every Workload of the namespace (test clean-up)."""
         for workload in self.list():
             with contextlib.suppress(ApiError):
                 self.finish(workload["metadata"]["name"], True, "test clean-up")

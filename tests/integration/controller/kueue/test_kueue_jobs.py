@@ -1,4 +1,4 @@
-"""TensorFlowJobs queued by a real Kueue through the operator (issue #10, end to end).
+"""TensorFlowJobs queued by a real Kueue through the operator, end to end.
 
 The operator under test is started after Kueue is running (it detects Kueue's API at start);
 the shared session operator is paused meanwhile so only one controller acts on these jobs.
@@ -12,6 +12,7 @@ import pytest
 
 from controller.kueue import protocol as kq
 from kube import resource_path
+from tests.support.jobs import DEVCLUSTER_IMAGE, container, devcluster_role, tfjob
 
 
 @pytest.fixture
@@ -26,12 +27,9 @@ def jobs(tfjobs_no_operator: Any, kueue_queue: Any, kueue_operator: Any) -> Any:
 
 
 def cpu_role(replicas: int, cpu: str, exit_code: int | None = None) -> dict[str, Any]:
-    role = {"replicas": replicas, "restartPolicy": "OnFailure",
-            "template": {"spec": {"containers": [{"name": "tensorflow", "image": "tensorflow/tensorflow:2.21.0",
-                                                  "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]}}}
-    if exit_code is not None:
-        role["template"]["metadata"] = {"annotations": {"sim.tensorflowjob.kubeflow.org/exit-code": str(exit_code)}}
-    return role
+    """A role whose pods request `cpu` CPUs and 1Gi each (what Kueue's quota counts)."""
+    requests = {"cpu": cpu, "memory": "1Gi"}
+    return devcluster_role(replicas, containers=[container(DEVCLUSTER_IMAGE, requests=requests)], exit_code=exit_code)
 
 
 def submit(jobs: Any, name: str, queue: str | None = "lq", priority: str | None = None, **spec: Any) -> dict[str, Any]:
@@ -40,9 +38,7 @@ def submit(jobs: Any, name: str, queue: str | None = "lq", priority: str | None 
         labels[kq.QUEUE_LABEL] = queue
     if priority:
         labels[kq.PRIORITY_CLASS_LABEL] = priority
-    body = {"apiVersion": "kubeflow.org/v1", "kind": "TensorFlowJob",
-            "metadata": {"name": name, "namespace": jobs.namespace, "labels": labels}, "spec": spec}
-    return jobs.api.create(jobs.path(), body)
+    return jobs.api.create(jobs.path(), tfjob(name, spec, namespace=jobs.namespace, labels=labels))
 
 
 def workloads_of(jobs: Any, job: dict[str, Any]) -> list[dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""The Workload protocol against a real Kueue: controller/kueue.py's pure functions driven by hand.
+"""The Workload protocol against a real Kueue: controller/kueue/protocol.py's pure functions driven by hand.
 
 These tests play the operator's part step by step (create the Workload, read its admission, clear an
 eviction, finish it) with `controller.kueue.protocol` and `kube.Kube`, and let the real Kueue
@@ -19,6 +19,7 @@ from controller.job.timeutil import format_time, utcnow
 from controller.kueue import protocol as kq
 from devcluster.waiting import wait_for
 from kube import Kube, resource_path
+from tests.support.jobs import DEVCLUSTER_IMAGE, container, role, tfjob
 
 from .conftest import POOL_LABEL, POOL_TOLERATION, Flavors, Queue, Workloads, kueue_path
 
@@ -26,12 +27,8 @@ from .conftest import POOL_LABEL, POOL_TOLERATION, Flavors, Queue, Workloads, ku
 def make_job(api: Kube, namespace: str, name: str, workers: int, cpu: str, queue: str = "lq",
              priority_class: str | None = None) -> dict[str, Any]:
     """Create a suspended TensorFlowJob whose workers request `cpu` each; return it with Kueue's labels."""
-    body = {"apiVersion": "kubeflow.org/v1", "kind": "TensorFlowJob",
-            "metadata": {"name": name, "namespace": namespace},
-            "spec": {"suspend": True, "worker": {"replicas": workers, "template": {"spec": {"containers": [
-                {"name": "tensorflow", "image": "tensorflow/tensorflow:2.21.0",
-                 "ports": [{"name": "tfjob-port", "containerPort": 2222}],
-                 "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]}}}}}
+    worker = container(DEVCLUSTER_IMAGE, port=2222, requests={"cpu": cpu, "memory": "1Gi"})
+    body = tfjob(name, {"suspend": True, "worker": role(workers, containers=[worker])}, namespace=namespace)
     job = api.create(resource_path("kubeflow.org", "v1", "tensorflowjobs", namespace), body)
     labels = job["metadata"].setdefault("labels", {})
     labels[kq.QUEUE_LABEL] = queue
@@ -70,7 +67,7 @@ def test_a_workload_over_quota_waits_with_a_clear_message_until_the_admitted_one
 
     workloads.finish(kq.workload_name(first), succeeded=True, message="first succeeded")
     finished = workloads.get(kq.workload_name(first))
-    assert kq.admission(finished).finished and kq.FINALIZER not in (finished["metadata"].get("finalizers") or [])
+    assert kq.admission(finished).finished
     workloads.wait(kq.workload_name(second), lambda a: a.can_run, "admitted once the first finished")
 
 

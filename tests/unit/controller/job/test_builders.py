@@ -1,4 +1,4 @@
-"""The exact Service and Pods built for a job (DESIGN §3)."""
+"""The exact Service and Pods built for a job (docs/design.md §3)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 
 from controller.job.builders import build_pod, build_pods, build_service, desired_pod_keys
 from controller.job.defaults import apply_defaults
+from tests.support.jobs import tfjob
 
 
 def realistic_job() -> dict[str, Any]:
@@ -28,17 +29,12 @@ def realistic_job() -> dict[str, Any]:
             "tolerations": [{"key": "gpu", "operator": "Exists"}],
         },
     }
-    return apply_defaults({
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "TensorFlowJob",
-        "metadata": {"name": "mnist", "namespace": "team-a", "uid": "uid-1"},
-        "spec": {
-            "chief": {"template": copy.deepcopy(template), "restartPolicy": "ExitCode"},
-            "ps": {"replicas": 2, "template": copy.deepcopy(template)},
-            "worker": {"replicas": 4, "template": copy.deepcopy(template), "restartPolicy": "Never"},
-            "evaluator": {"template": copy.deepcopy(template)},
-        },
-    })
+    return apply_defaults(tfjob("mnist", {
+        "chief": {"template": copy.deepcopy(template), "restartPolicy": "ExitCode"},
+        "ps": {"replicas": 2, "template": copy.deepcopy(template)},
+        "worker": {"replicas": 4, "template": copy.deepcopy(template), "restartPolicy": "Never"},
+        "evaluator": {"template": copy.deepcopy(template)},
+    }, namespace="team-a", uid="uid-1"))
 
 
 def test_service_is_headless_publishes_not_ready_and_selects_the_job() -> None:
@@ -141,10 +137,8 @@ def test_one_pod_per_replica_in_role_order() -> None:
 
 
 def test_first_container_gets_tf_config_when_none_is_named_tensorflow() -> None:
-    job = apply_defaults({
-        "apiVersion": "kubeflow.org/v1", "kind": "TensorFlowJob", "metadata": {"name": "j"},
-        "spec": {"worker": {"template": {"spec": {"containers": [{"name": "main", "image": "x"}, {"name": "b", "image": "y"}]}}}},
-    })
+    two_containers = {"spec": {"containers": [{"name": "main", "image": "x"}, {"name": "b", "image": "y"}]}}
+    job = apply_defaults(tfjob("j", {"worker": {"template": two_containers}}))
     pod = build_pod(job, "worker", 0)
     assert pod["spec"]["containers"][0]["env"][0]["name"] == "TF_CONFIG"
     assert "env" not in pod["spec"]["containers"][1]

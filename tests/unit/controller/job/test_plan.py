@@ -1,4 +1,4 @@
-"""The lifecycle rules (DESIGN §4) on plain dicts: observed pods in, a plan out."""
+"""The lifecycle rules (docs/design.md §4) on plain dicts: observed pods in, a plan out."""
 
 from __future__ import annotations
 
@@ -6,36 +6,12 @@ import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from controller.job.builders import build_pods, build_service
-from controller.job.defaults import apply_defaults
+from controller.job.builders import build_service
 from controller.job.plan import FORCE_DELETE_AFTER, plan_job
 from controller.job.timeutil import format_time
+from tests.support.jobs import make_job, pods_for
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
-
-
-def make_job(**spec: Any) -> dict[str, Any]:
-    roles = {k: v for k, v in spec.items() if k in ("chief", "ps", "worker", "evaluator")}
-    rest = {k: v for k, v in spec.items() if k not in roles}
-    full: dict[str, Any] = {}
-    for role, value in roles.items():
-        replicas, policy = value if isinstance(value, tuple) else (value, "OnFailure")
-        full[role] = {"replicas": replicas, "restartPolicy": policy,
-                      "template": {"spec": {"containers": [{"name": "tensorflow", "image": "tf"}]}}}
-    return apply_defaults({
-        "apiVersion": "kubeflow.org/v1", "kind": "TensorFlowJob",
-        "metadata": {"name": "j", "namespace": "ns", "uid": "job-uid", "generation": 1},
-        "spec": {**full, **rest},
-    })
-
-
-def pods_for(job: dict[str, Any], phase: str = "Running") -> list[dict[str, Any]]:
-    pods = build_pods(job)
-    for pod in pods:
-        pod["metadata"]["uid"] = "uid-" + pod["metadata"]["name"]
-        pod["status"] = {"phase": phase}
-        pod["spec"]["nodeName"] = "node-1"
-    return pods
 
 
 def with_phase(pods: list[dict[str, Any]], name: str, phase: str, exit_code: int | None = None) -> None:

@@ -11,6 +11,7 @@ import pytest
 from controller.job import podstate
 from controller.job.builders import build_pods
 from controller.job.defaults import apply_defaults
+from tests.support.jobs import container, role, tfjob
 
 PREDICATES = [podstate.slot, podstate.uid, podstate.name, podstate.phase, podstate.is_terminating,
               podstate.is_active, podstate.cluster_hash, podstate.is_disrupted,
@@ -18,15 +19,11 @@ PREDICATES = [podstate.slot, podstate.uid, podstate.name, podstate.phase, podsta
 
 
 def a_job() -> dict[str, Any]:
-    container = {"name": "tensorflow", "image": "tf", "env": [{"name": "A", "value": "x" * 2000}],
-                 "volumeMounts": [{"name": "data", "mountPath": "/data"}]}
-    return apply_defaults({
-        "apiVersion": "kubeflow.org/v1", "kind": "TensorFlowJob",
-        "metadata": {"name": "j", "namespace": "ns", "uid": "job-uid"},
-        "spec": {"worker": {"replicas": 2, "template": {"spec": {
-            "containers": [{"name": "sidecar", "image": "s"}, container],
-            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "pvc"}}]}}}},
-    })
+    tensorflow = container(env=[{"name": "A", "value": "x" * 2000}],
+                           volumeMounts=[{"name": "data", "mountPath": "/data"}])
+    worker = role(2, containers=[container("s", name="sidecar"), tensorflow],
+                  volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "pvc"}}])
+    return apply_defaults(tfjob("j", {"worker": worker}, namespace="ns", uid="job-uid"))
 
 
 def a_cached_pod(status: dict[str, Any], deleting: bool = False) -> dict[str, Any]:

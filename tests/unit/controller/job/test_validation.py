@@ -1,4 +1,4 @@
-"""Validation: invalid jobs get a message naming the field; valid ones pass (DESIGN §2, §7)."""
+"""Validation: invalid jobs get a message naming the field; valid ones pass (docs/design.md §2, §7)."""
 
 from __future__ import annotations
 
@@ -10,19 +10,11 @@ from pytest_mock import MockerFixture
 
 from controller.job import validation
 from controller.job.validation import validate_job
+from tests.support.jobs import role, tfjob
 
 
 def valid_job() -> dict[str, Any]:
-    return {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "TensorFlowJob",
-        "metadata": {"name": "mnist", "namespace": "team-a"},
-        "spec": {
-            "chief": {"replicas": 1, "template": {"spec": {"containers": [{"name": "tensorflow", "image": "tf"}]}}},
-            "ps": {"replicas": 2, "template": {"spec": {"containers": [{"name": "tensorflow", "image": "tf"}]}}},
-            "worker": {"replicas": 4, "template": {"spec": {"containers": [{"name": "tensorflow", "image": "tf"}]}}},
-        },
-    }
+    return tfjob("mnist", {"chief": role(1), "ps": role(2), "worker": role(4)}, namespace="team-a")
 
 
 def mutated(change: Any) -> dict[str, Any]:

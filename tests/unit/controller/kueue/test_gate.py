@@ -14,18 +14,15 @@ from controller.kueue import protocol as kueue
 from controller.kueue.gate import KueueGate
 from kube import Kube
 from kube.clock import FakeClock
+from tests.support.jobs import container, role, tfjob
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
 
 
 def queued_job(**status: Any) -> dict[str, Any]:
-    return apply_defaults({
-        "apiVersion": "kubeflow.org/v1", "kind": "TensorFlowJob",
-        "metadata": {"name": "j", "namespace": "ns", "uid": "job-uid", "labels": {kueue.QUEUE_LABEL: "lq"}},
-        "spec": {"worker": {"replicas": 2, "template": {"spec": {"containers": [
-            {"name": "tensorflow", "image": "tf", "resources": {"requests": {"cpu": "1"}}}]}}}},
-        "status": status,
-    })
+    job = tfjob("j", {"worker": role(2, containers=[container(requests={"cpu": "1"})])}, namespace="ns",
+                uid="job-uid", labels={kueue.QUEUE_LABEL: "lq"})
+    return apply_defaults({**job, "status": status})
 
 
 def admitted(workload: dict[str, Any], flavor: str = "pool-a") -> dict[str, Any]:
@@ -58,7 +55,7 @@ def test_queued_job_without_workload_creates_one_and_waits(kube: Mock) -> None:
 
 def test_admitted_workload_runs_the_job_with_its_flavor(kube: Mock) -> None:
     job = queued_job()
-    workload = admitted(kueue.build_workload(job, finalizer=False))
+    workload = admitted(kueue.build_workload(job))
     flavor = {"metadata": {"name": "pool-a"}, "spec": {"nodeLabels": {"pool": "a"}}}
     decision = gate(kube, workload, {"pool-a": flavor}).before_plan(job)
     assert decision.gate is None
@@ -68,7 +65,7 @@ def test_admitted_workload_runs_the_job_with_its_flavor(kube: Mock) -> None:
 
 def test_finished_job_finishes_its_workload(kube: Mock) -> None:
     job = queued_job()
-    workload = admitted(kueue.build_workload(job, finalizer=False))
+    workload = admitted(kueue.build_workload(job))
     status = {"conditions": [{"type": "Succeeded", "status": "True", "reason": "JobSucceeded", "message": "done"}]}
     gate(kube, workload).after_plan(job, status, workload, active_pods=0)
     path, patch = kube.patch.call_args.args
@@ -79,7 +76,7 @@ def test_finished_job_finishes_its_workload(kube: Mock) -> None:
 
 def test_evicted_workload_is_cleared_only_once_no_pod_is_active(kube: Mock) -> None:
     job = queued_job()
-    workload = admitted(kueue.build_workload(job, finalizer=False))
+    workload = admitted(kueue.build_workload(job))
     workload["status"]["conditions"].append({"type": "Evicted", "status": "True", "reason": "Preempted",
                                              "message": "preempted", "lastTransitionTime": "x"})
     gate(kube, workload).after_plan(job, {"conditions": []}, workload, active_pods=2)

@@ -1,4 +1,4 @@
-"""Kueue's Workload protocol for TensorFlowJobs (controller/kueue.py), on plain dicts."""
+"""Kueue's Workload protocol for TensorFlowJobs (controller/kueue/protocol.py), on plain dicts."""
 
 from __future__ import annotations
 
@@ -23,35 +23,32 @@ from controller.kueue.protocol import (
     priority_class_name,
     priority_class_ref,
     queue_name,
-    remove_finalizer_patch,
     waiting_message,
     workload_matches,
     workload_name,
     workload_path,
 )
+from tests.support import jobs
 
 UID = "0b9e8c3a-1111-2222-3333-444455556666"
 T0 = "2026-01-01T10:00:00Z"
 T1 = "2026-01-01T10:05:00Z"
 
 
-def container(cpu: str = "2", **extra: Any) -> dict[str, Any]:
-    return {"name": "tensorflow", "image": "tf:2.21", "resources": {"requests": {"cpu": cpu}}, **extra}
+def tensorflow_container() -> dict[str, Any]:
+    return jobs.container("tf:2.21", requests={"cpu": "2"})
 
 
 def job(workers: int = 2, ps: int = 1, chief: int = 1, evaluator: int = 0, labels: dict[str, str] | None = None,
         **template_spec: Any) -> dict[str, Any]:
-    def role(replicas: int, policy: str = "OnFailure") -> dict[str, Any]:
-        return {"replicas": replicas, "restartPolicy": policy,
-                "template": {"metadata": {"labels": {"team": "vision"}, "annotations": {"note": "x"}},
-                             "spec": {"containers": [container()], **copy.deepcopy(template_spec)}}}
-    return {
-        "apiVersion": "kubeflow.org/v1", "kind": "TensorFlowJob",
-        "metadata": {"name": "mnist", "namespace": "team-a", "uid": UID,
-                     "labels": {kueue.QUEUE_LABEL: "lq", **(labels or {})}},
-        "spec": {"chief": role(chief, "ExitCode"), "ps": role(ps), "worker": role(workers, "Never"),
-                 "evaluator": role(evaluator), "suspend": True},
-    }
+    """Suspended job `team-a/mnist` queued in LocalQueue `lq`; every role's pods request 2 CPUs and carry
+    a label and an annotation; `template_spec` goes into every role's pod spec."""
+    def queued_role(replicas: int, policy: str = "OnFailure") -> dict[str, Any]:
+        return jobs.role(replicas, policy=policy, containers=[tensorflow_container()], labels={"team": "vision"},
+                         annotations={"note": "x"}, **template_spec)
+    spec = {"chief": queued_role(chief, "ExitCode"), "ps": queued_role(ps), "worker": queued_role(workers, "Never"),
+            "evaluator": queued_role(evaluator), "suspend": True}
+    return jobs.tfjob("mnist", spec, namespace="team-a", uid=UID, labels={kueue.QUEUE_LABEL: "lq", **(labels or {})})
 
 
 def condition(kind: str, status: bool, reason: str, message: str = "", when: str = T0) -> dict[str, Any]:
@@ -147,7 +144,7 @@ def test_build_workload_describes_the_job_for_kueue() -> None:
     meta = workload["metadata"]
     assert meta["name"] == "tensorflowjob-mnist-f4428" and meta["namespace"] == "team-a"
     assert meta["labels"] == {"kueue.x-k8s.io/job-uid": UID}
-    assert meta["finalizers"] == ["kueue.x-k8s.io/resource-in-use"]
+    assert "finalizers" not in meta  # the owner reference alone releases the Workload with the job
     assert meta["ownerReferences"] == [{"apiVersion": "kubeflow.org/v1", "kind": "TensorFlowJob", "name": "mnist",
                                         "uid": UID, "controller": True, "blockOwnerDeletion": True}]
     assert workload["spec"]["queueName"] == "lq"
@@ -168,7 +165,7 @@ def test_podset_template_keeps_requests_and_only_labels_and_annotations_in_metad
     assert template["metadata"]["labels"] == {"team": "vision", "tensorflowjob.kubeflow.org/job-name": "mnist",
                                               "tensorflowjob.kubeflow.org/replica-type": "worker"}
     assert template["metadata"]["annotations"] == {"note": "x"}
-    assert template["spec"]["containers"] == [container()]  # the user's containers, requests included
+    assert template["spec"]["containers"] == [tensorflow_container()]  # the user's containers, requests included
     assert template["spec"]["nodeSelector"] == {"gpu": "a100"}
     assert template["spec"]["subdomain"] == "mnist"
     assert template["spec"]["restartPolicy"] == "Never"  # role policy Never
@@ -182,10 +179,6 @@ def test_build_workload_sets_priority_and_its_class() -> None:
     assert workload["spec"]["priorityClassRef"] == {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass",
                                                     "name": "high"}
     assert build_workload(job(), priority=5)["spec"]["priority"] == 5
-
-
-def test_build_workload_without_finalizer_on_request() -> None:
-    assert "finalizers" not in build_workload(job(), finalizer=False)["metadata"]
 
 
 def test_build_workload_refuses_what_kueue_would_reject_or_cannot_own() -> None:
@@ -408,18 +401,6 @@ def test_finishing_with_a_reason_of_its_own() -> None:
 def test_a_finished_workload_is_not_finished_again() -> None:
     workload = admitted_workload(extra_conditions=[condition("Finished", True, "Succeeded", "done")])
     assert finish_status(workload, False, "late", T1) is None
-
-
-def test_the_finalizer_is_removed_and_others_kept() -> None:
-    workload = admitted_workload()
-    assert remove_finalizer_patch(workload) == {"metadata": {"resourceVersion": "42", "finalizers": None}}
-    workload["metadata"]["finalizers"].append("example.com/keep")
-    assert remove_finalizer_patch(workload) == {"metadata": {"resourceVersion": "42",
-                                                             "finalizers": ["example.com/keep"]}}
-    assert remove_finalizer_patch(build_workload(job(), finalizer=False)) is None
-
-
-# --------------------------------------------------------------------------- apply_flavors
 
 
 def test_admitted_flavors_go_into_the_templates_with_kueues_labels() -> None:
