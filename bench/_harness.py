@@ -179,6 +179,30 @@ def metric_value(text: str, metric: str, labels: Mapping[str, str] | None = None
                and all(s.labels.get(k) == v for k, v in wanted.items()))
 
 
+def histogram_quantile(text: str, metric: str, q: float) -> float:
+    """The `q` quantile (0..1) of a Prometheus histogram `metric` (its `_bucket` samples, summed over
+    every other label), interpolated linearly inside the bucket, as PromQL's histogram_quantile does;
+    NaN when it has no observations."""
+    buckets: dict[float, float] = {}
+    for sample in parse_prometheus(text, metric + "_bucket"):
+        if sample.name == metric + "_bucket" and "le" in sample.labels:
+            bound = float(sample.labels["le"])
+            buckets[bound] = buckets.get(bound, 0.0) + sample.value
+    bounds = sorted(buckets)
+    if not bounds or buckets[bounds[-1]] <= 0:
+        return float("nan")
+    rank = q * buckets[bounds[-1]]
+    lower_bound, lower_count = 0.0, 0.0
+    for bound in bounds:
+        count = buckets[bound]
+        if count >= rank:
+            if bound == float("inf"):
+                return lower_bound  # beyond the highest finite bucket: its bound is all we know
+            return lower_bound + (bound - lower_bound) * (rank - lower_count) / max(count - lower_count, 1e-12)
+        lower_bound, lower_count = bound, count
+    return bounds[-1]
+
+
 # --- verdicts and tables ------------------------------------------------------------------------------
 
 
@@ -335,17 +359,19 @@ CLUSTER_SHAPE: dict[str, Any] = {"nodes": 20, "cpus": "1000", "memory": "4Ti", "
 
 
 @contextlib.contextmanager
-def fresh_cluster(pool_size: int = 96) -> Iterator[BenchCluster]:
-    """A new devcluster (empty etcd) with the TensorFlowJob CRD Established; always torn down."""
+def fresh_cluster(pool_size: int = 96, shape: Mapping[str, Any] | None = None) -> Iterator[BenchCluster]:
+    """A new devcluster (empty etcd) with the TensorFlowJob CRD Established; always torn down.
+    `shape` overrides CLUSTER_SHAPE (e.g. more nodes for tens of thousands of pods)."""
+    shape = {**CLUSTER_SHAPE, **(shape or {})}
     folder = Path(tempfile.mkdtemp(prefix="tfjob-bench-"))
     cluster = Cluster(folder)
     kube: Kube | None = None
     try:
         try:
-            cluster.up(**CLUSTER_SHAPE, timeout=240.0)
+            cluster.up(**shape, timeout=240.0)
         except ClusterError as error:  # this box is shared: a slow start under load deserves one retry
             log(f"cluster start failed ({str(error).splitlines()[0]}); retrying once")
-            cluster.up(**CLUSTER_SHAPE, timeout=300.0)
+            cluster.up(**shape, timeout=300.0)
         cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRD))
         kube = Kube.from_kubeconfig(str(cluster.kubeconfig), pool_size=pool_size)
         crd_path = resource_path("apiextensions.k8s.io", "v1", "customresourcedefinitions", None,

@@ -33,6 +33,9 @@ clock), never from `creationTimestamp`. Ratios are against baselines measured in
   4 deletes): writes per job by verb and resource (the operator's own counter, exact; the API server's
   counts are printed as a cross-check, but its pod DELETEs include KWOK's final ones), against
   pods + 1 Service + 3 status writes + cleanup deletes.
+* **B8 scale** — B4 at 10 000 jobs x (1 ps + 4 workers) = 50 000 pods on 100 KWOK nodes: RSS, cache
+  sync and writes after a restart (0), reconcile p99, and the time per job to fill the cluster against
+  the largest B1 burst's time per job to Running (target ≤ 1.2x).
 * **B6 scaling** — the burst at N = 100, 300, 1 000 (shared with B1): per-job time and the fitted slope
   of T(N) = a + b·N; per-job time at the largest N within 1.2x of the smallest.
 
@@ -77,6 +80,7 @@ from bench._harness import (
     delta,
     fit_line,
     fmt,
+    histogram_quantile,
     jobs_path,
     log,
     machine,
@@ -99,7 +103,9 @@ from controller.job.builders import build_pods, build_service
 from controller.job.defaults import apply_defaults
 from kube import ApiError, Kube, resource_path
 
-SCENARIOS = ("b0", "b1", "b2", "b3", "b4", "b5", "b6")
+SCENARIOS = ("b0", "b1", "b2", "b3", "b4", "b5", "b6", "b8")
+# B8: 10 000 jobs x 5 pods on 100 KWOK nodes x 600 pods (room for 60 000).
+SCALE_CLUSTER_SHAPE: dict[str, Any] = {"nodes": 100}
 DEFAULT_OPERATOR_ARGS = "--workers 32 --qps 500 --burst 1000"
 LOGS = RESULTS / "logs"
 
@@ -108,7 +114,7 @@ TARGET_RUNNING_VS_IDEAL = 1.05
 SUBMIT_THREADS = 16  # as many concurrent job submissions as submit_jobs makes in the operator's runs
 TARGET_RECOVERY_P50 = 0.200
 TARGET_RECOVERY_P99 = 1.0
-TARGET_RSS = 150e6
+TARGET_RSS = 100e6
 TARGET_SYNC = 10.0
 TARGET_SCALING = 1.2
 STATUS_WRITES_BUDGET = 3
@@ -130,6 +136,8 @@ class Config:
     steady_jobs: int = 1000
     steady_workers: int = 9
     steady_idle: float = 30.0
+    scale_jobs: int = 10000
+    scale_workers: int = 4
     api_jobs: int = 10
     paired: bool = True
 
@@ -141,6 +149,7 @@ class Config:
             cfg.ceiling_jobs, cfg.burst_sizes, cfg.wide_workers = 40, (20, 60, 200), 200
             cfg.recovery_jobs, cfg.recovery_deletions = 40, 20
             cfg.steady_jobs, cfg.steady_workers, cfg.steady_idle, cfg.api_jobs = 100, 9, 10.0, 3
+            cfg.scale_jobs = 1000
         wanted = [a.lower() for a in argv if a.lower() in SCENARIOS]
         wanted += [s.strip().lower() for s in env.get("TFJOB_BENCH_SCENARIOS", "").split(",") if s.strip()]
         if wanted:
@@ -547,24 +556,47 @@ def replacement(pods: PodRecorder, name: str, old_uid: str, after: float) -> str
 
 
 def b4_steady(cfg: Config) -> dict[str, Any]:
-    n, per_job = cfg.steady_jobs, cfg.steady_workers + 1
+    return steady_state(cfg, "b4", cfg.steady_jobs, cfg.steady_workers)
+
+
+def b8_scale(cfg: Config, bursts: list[dict[str, Any]]) -> dict[str, Any]:
+    """B4 at ten times the jobs: RSS, sync after a restart, writes on restart, reconcile p99, and the
+    time per job to fill the cluster against the largest B1 burst's time per job (all Running)."""
+    result = steady_state(cfg, "b8", cfg.scale_jobs, cfg.scale_workers, SCALE_CLUSTER_SHAPE)
+    reference = max(bursts, key=lambda b: b["n"]) if bursts else None
+    if reference:
+        result["reference_n"] = reference["n"]
+        result["reference_seconds_per_job"] = reference["seconds_per_job_running"]
+        result["per_job_ratio"] = round(result["fill_seconds_per_job"] / reference["seconds_per_job_running"], 3)
+        write_result("b8_scale", result)
+        print(f"  B8 per-job time to Running {result['fill_seconds_per_job']} s at N={result['jobs']} against "
+              f"{reference['seconds_per_job_running']} s at N={reference['n']}: x{result['per_job_ratio']}",
+              flush=True)
+    return result
+
+
+def steady_state(cfg: Config, name: str, n: int, workers: int,
+                 shape: dict[str, Any] | None = None) -> dict[str, Any]:
+    per_job = workers + 1
     total = n * per_job
-    with fresh_cluster() as bench:
+    log(f"starting a fresh devcluster{' of ' + str(shape) if shape else ''}")
+    with _fresh_cluster(shape=shape) as bench:
         ns = bench.create_namespace("bench")
         pods = bench.watch(PodRecorder(bench.kube, ns))
         jobs = bench.watch(JobRecorder(bench.kube, ns))
-        first = OperatorProcess(bench.cluster.kubeconfig, LOGS / "b4-steady.log", cfg.operator_args,
-                                cfg.profile_dir, "b4-steady").start()
+        first = OperatorProcess(bench.cluster.kubeconfig, LOGS / f"{name}-steady.log", cfg.operator_args,
+                                cfg.profile_dir, f"{name}-steady").start()
         second: OperatorProcess | None = None
         try:
             first.wait_ready()
             time.sleep(2)
             rss_empty = first.rss()
             started = time.monotonic()
-            submit_jobs(bench.kube, [tfjob(f"job-{i:04d}", ns, workers=cfg.steady_workers) for i in range(n)])
+            submit_jobs(bench.kube, [tfjob(f"job-{i:05d}", ns, workers=workers) for i in range(n)])
             created_ok = pods.wait(lambda: len(pods.times.first_seen) >= total, bounded(total))
             running_ok = jobs.wait(lambda: len(jobs.times.running) >= n, bounded(total))
             fill_s = time.monotonic() - started
+            reconcile_p99 = histogram_quantile(first.metrics(), "tfjob_reconcile_duration_seconds", 0.99)
             log(f"{len(pods.times.first_seen)} pods, {len(jobs.times.running)}/{n} jobs Running after {fill_s:.0f} s")
             wait_until(first.queue_idle, 120, interval=1.0)
             time.sleep(5)
@@ -577,8 +609,8 @@ def b4_steady(cfg: Config) -> dict[str, Any]:
             first.stop()
             time.sleep(1)
             api_before = bench.apiserver_requests()
-            second = OperatorProcess(bench.cluster.kubeconfig, LOGS / "b4-restart.log", cfg.operator_args,
-                                     cfg.profile_dir, "b4-restart").start()
+            second = OperatorProcess(bench.cluster.kubeconfig, LOGS / f"{name}-restart.log", cfg.operator_args,
+                                     cfg.profile_dir, f"{name}-restart").start()
             sync_s = second.wait_ready(timeout=300)
             settled = wait_until(lambda: second is not None and second.queue_idle(), 300, interval=0.5)
             first_pass_s = time.monotonic() - second.started_at
@@ -593,7 +625,8 @@ def b4_steady(cfg: Config) -> dict[str, Any]:
                 second.stop()
     result = {
         "jobs": n, "pods": total, "services": n, "complete": created_ok and running_ok and settled,
-        "fill_s": round(fill_s, 1),
+        "fill_s": round(fill_s, 1), "fill_seconds_per_job": round(fill_s / n, 4),
+        "reconcile_p99_ms": round(reconcile_p99 * 1000, 1),
         "rss_mb": round(rss / 1e6, 1), "hwm_mb": round(hwm / 1e6, 1),
         "rss_before_idle_mb": round(rss_before_idle / 1e6, 1),
         "rss_empty_mb": round(rss_empty / 1e6, 1),
@@ -605,13 +638,14 @@ def b4_steady(cfg: Config) -> dict[str, Any]:
         "restart_requests": restart_requests, "restart_apiserver_writes": api_writes,
         "restart_rss_mb": round(rss2 / 1e6, 1), "restart_hwm_mb": round(hwm2 / 1e6, 1),
     }
-    write_result("b4_steady", result)
-    print(f"  B4 {total} pods / {n} jobs: RSS {result['rss_mb']} MB (HWM {result['hwm_mb']} MB; "
+    write_result(f"{name}_steady", result)
+    print(f"  {name.upper()} {total} pods / {n} jobs: RSS {result['rss_mb']} MB (HWM {result['hwm_mb']} MB; "
           f"{result['rss_empty_mb']} MB with no jobs, {result['rss_per_pod_kb']} kB per pod+job share), idle CPU "
           f"{result['idle_cpu_percent']} % over {cfg.steady_idle:.0f} s; restart: synced after "
           f"{result['restart_sync_s']} s, first pass done after {result['restart_first_pass_s']} s, writes "
           f"{result['restart_writes_total']:.0f} {restart_writes} (API server: {api_writes}); "
-          f"restarted RSS {result['restart_rss_mb']} MB, HWM {result['restart_hwm_mb']} MB", flush=True)
+          f"restarted RSS {result['restart_rss_mb']} MB, HWM {result['restart_hwm_mb']} MB; reconcile p99 "
+          f"{result['reconcile_p99_ms']} ms", flush=True)
     return result
 
 
@@ -714,6 +748,17 @@ def summary(cfg: Config, results: dict[str, Any]) -> list[list[Any]]:
                      verdict(b4["restart_writes_total"], 0)])
         rows.append([label, "restart: caches synced (s)", b4["restart_sync_s"], "", "", f"≤ {TARGET_SYNC:.0f}",
                      verdict(b4["restart_sync_s"], TARGET_SYNC)])
+    b8 = results.get("b8")
+    if b8:
+        label = f"B8 scale {b8['pods']} pods"
+        rows.append([label, "operator RSS (MB)", b8["rss_mb"], "", "", "", ""])
+        rows.append([label, "restart: caches synced (s)", b8["restart_sync_s"], "", "", "", ""])
+        rows.append([label, "writes after restart", b8["restart_writes_total"], "", "", "0",
+                     verdict(b8["restart_writes_total"], 0)])
+        rows.append([label, "reconcile p99 (ms)", b8["reconcile_p99_ms"], "", "", "", ""])
+        rows.append([label, "per-job time to Running (s)", b8["fill_seconds_per_job"],
+                     f"N={b8.get('reference_n', '-')}: {fmt(b8.get('reference_seconds_per_job'), 4)} s",
+                     b8.get("per_job_ratio"), f"≤ {TARGET_SCALING}", verdict(b8.get("per_job_ratio"), TARGET_SCALING)])
     b5 = results.get("b5")
     if b5:
         rows.append(["B5 API calls", "writes/job excl. events", b5["writes_per_job_excl_events"], "", "",
@@ -769,6 +814,8 @@ def run(cfg: Config) -> tuple[dict[str, Any], list[str]]:
         attempt("b4", lambda: b4_steady(cfg))
     if "b5" in cfg.scenarios:
         attempt("b5", lambda: b5_api_calls(cfg))
+    if "b8" in cfg.scenarios:
+        attempt("b8", lambda: b8_scale(cfg, results.get("bursts", [])))
     return results, errors
 
 

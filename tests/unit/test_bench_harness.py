@@ -160,3 +160,32 @@ class TestVerdicts:
     def test_markdown_table_formats_numbers(self) -> None:
         table = markdown_table(["a", "b"], [[1234, 0.12345], ["x", None], [float("nan"), 1500.4]])
         assert table.splitlines() == ["| a | b |", "|---|---|", "| 1,234 | 0.12 |", "| x | - |", "| - | 1,500 |"]
+
+
+HISTOGRAM = """# TYPE tfjob_reconcile_duration_seconds histogram
+tfjob_reconcile_duration_seconds_bucket{result="success",le="0.01"} 50
+tfjob_reconcile_duration_seconds_bucket{result="success",le="0.1"} 90
+tfjob_reconcile_duration_seconds_bucket{result="success",le="1.0"} 100
+tfjob_reconcile_duration_seconds_bucket{result="success",le="+Inf"} 100
+tfjob_reconcile_duration_seconds_bucket{result="error",le="0.01"} 0
+tfjob_reconcile_duration_seconds_bucket{result="error",le="0.1"} 0
+tfjob_reconcile_duration_seconds_bucket{result="error",le="1.0"} 0
+tfjob_reconcile_duration_seconds_bucket{result="error",le="+Inf"} 100
+tfjob_reconcile_duration_seconds_count{result="success"} 100
+"""
+
+
+def test_histogram_quantile_interpolates_inside_the_bucket_like_promql() -> None:
+    only_success = "\n".join(line for line in HISTOGRAM.splitlines() if 'result="error"' not in line)
+    assert harness.histogram_quantile(only_success, "tfjob_reconcile_duration_seconds", 0.5) == pytest.approx(0.01)
+    assert harness.histogram_quantile(only_success, "tfjob_reconcile_duration_seconds", 0.7) == pytest.approx(0.055)
+    assert harness.histogram_quantile(only_success, "tfjob_reconcile_duration_seconds", 0.95) == pytest.approx(0.55)
+
+
+def test_histogram_quantile_sums_labels_and_stops_at_the_highest_finite_bound() -> None:
+    # 200 observations: 100 errors slower than 1 s, so the p99 lies in the +Inf bucket.
+    assert harness.histogram_quantile(HISTOGRAM, "tfjob_reconcile_duration_seconds", 0.99) == pytest.approx(1.0)
+
+
+def test_histogram_quantile_of_an_empty_histogram_is_nan() -> None:
+    assert math.isnan(harness.histogram_quantile("", "tfjob_reconcile_duration_seconds", 0.99))
