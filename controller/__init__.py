@@ -5,7 +5,10 @@ Where things are, in the order the layers build on each other (imports only go d
 * `job/` -- the rules of a job as pure functions on plain dicts: `plan.plan_job` (the lifecycle:
   observed state in, a plan out), `builders` (pods and the Service), `conditions`, `defaults`,
   `validation` (the CRD's schema plus what it cannot say), `podstate` (what a pod's status means),
-  `labels`, `crd` (the schema file), `mergepatch`, `timeutil`.
+  `labels`, `crd` (the schema file), `mergepatch`, `timeutil`; and the production features of
+  docs/production.md: `stall` (a role's stall probes) and `stalled` (restarts they most likely
+  caused), `netpol` (the job's NetworkPolicy), `profiles` and `profile_file` (start-up profiles),
+  `pending` (the Pending condition: pods that cannot be scheduled or started).
 * `kueue/` -- queueing with Kueue: `protocol` (the Workload protocol, pure) and `gate` (what the
   reconciler consults before planning a queued job, and the Workload writes).
 * the control loop, here at the root: `controller.Controller` (informers → rate-limited work queue
@@ -14,8 +17,10 @@ Where things are, in the order the layers build on each other (imports only go d
   status, the deferred status), `events` (the Event recorder) and `metrics`.
 * `process/` -- the operator process: `cli` (`tfjob-operator run|render|validate`), `app` (wiring
   and shutdown), `leader` (Lease election), `health` (/healthz, /readyz), `logs`, `documents`
-  (reading job files for the CLI).
+  (reading job files for the CLI), `profiles` (reading the `--profiles` file).
 
 The API client (`kube`), the TF_CONFIG rules (`tfconfig`), the work queue and the informers are
-packages of their own beside this one; docs/design.md explains the rules and the reasons.
+packages of their own beside this one; docs/design.md explains the rules and the reasons. The
+heartbeat helper that training code uses with a stall rule (`tfheartbeat`) is a package of its own
+too, importing nothing of the operator.
 """

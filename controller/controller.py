@@ -10,7 +10,9 @@ stay immediate. N worker threads
 `get` keys, reconcile, and `forget` on success or `add_rate_limited` on failure; a catch-all per
 item keeps a bug from killing a worker. A plan's `requeue_after` (deadlines, TTLs, the force-delete
 bound) becomes `add_after`, so timers fire on time without relying on a periodic resync — which
-exists only as a safety net.
+exists only as a safety net. With `network_policies=True` (what `tfjob-operator run` uses) the jobs'
+NetworkPolicies are watched too (selected by the job-name label, like pods and Services), so one
+deleted or edited by hand is put back at once; without it they are not managed at all.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import structlog
 from controller.events import EventRecorder
 from controller.job import podstate
 from controller.job.labels import GROUP, JOB_NAME_LABEL, KIND, PLURAL, VERSION
+from controller.job.profiles import Profile
 from controller.kueue import protocol as kueue
 from controller.kueue.gate import KueueGate
 from controller.memory import JobMemory
@@ -82,6 +85,9 @@ class Controller:
         queue_metrics: MetricsProvider | None = None,
         recorder: EventRecorder | None = None,
         clock: Clock = REAL_CLOCK,
+        network_policies: bool = False,
+        network_policy_default: bool = False,
+        profiles: Sequence[Profile] = (),
     ) -> None:
         self.kube = kube
         self.namespaces = list(namespaces)
@@ -101,6 +107,8 @@ class Controller:
         self.pods = build("pods", "", "v1", "pods", label_selector=JOB_NAME_LABEL,
                           store=Store({**default_indexers(), NODE_INDEX: _index_by_node}, transform=podstate.project))
         self.services = build("services", "", "v1", "services", label_selector=JOB_NAME_LABEL)
+        self.network_policies = (build("networkpolicies", "networking.k8s.io", "v1", "networkpolicies",
+                                       label_selector=JOB_NAME_LABEL) if network_policies else None)
         self.nodes = build("nodes", "", "v1", "nodes", namespaced=False) if watch_nodes else None
         # Kueue is used when its API is served (checked once at start: install Kueue first).
         if use_kueue is None:
@@ -112,7 +120,9 @@ class Controller:
         gate = KueueGate(kube, self._workload_of, self._flavor, clock) if use_kueue else None
         self.reconciler = Reconciler(kube, self, memory=self.memory, recorder=recorder, metrics=metrics,
                                      cluster_domain=cluster_domain, create_parallelism=create_parallelism(workers),
-                                     clock=clock, kueue_gate=gate)
+                                     clock=clock, kueue_gate=gate,
+                                     network_policies=self.get_network_policy if network_policies else None,
+                                     network_policy_default=network_policy_default, profiles=profiles)
         self._threads: list[threading.Thread] = []
         self._wire_handlers()
         if metrics is not None:  # show every informer's relist count from the start, zeros included
@@ -129,6 +139,10 @@ class Controller:
 
     def get_service(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.services.get(f"{namespace}/{name}")
+
+    def get_network_policy(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        assert self.network_policies is not None
+        return self.network_policies.get(f"{namespace}/{name}")
 
     def node_ready(self, name: str) -> bool | None:
         if self.nodes is None:
@@ -154,6 +168,10 @@ class Controller:
                                     on_delete=self._child_deleted)
         self.services.add_event_handler(on_add=self._service_added, on_update=self._child_updated,
                                         on_delete=self._child_deleted)
+        if self.network_policies is not None:
+            # A policy arriving is almost always the one a reconcile just created: it joins the batch.
+            self.network_policies.add_event_handler(on_add=self._service_added, on_update=self._child_updated,
+                                                    on_delete=self._child_deleted)
         if self.nodes is not None:
             self.nodes.add_event_handler(on_update=self._node_updated, on_delete=self._node_gone)
         if self.workloads is not None:
@@ -319,10 +337,11 @@ class Controller:
             seconds = time.monotonic() - started
             if self.metrics is not None:
                 self.metrics.reconcile_duration.labels(result).observe(seconds)
-            if outcome is not None and (outcome.created or outcome.deleted or outcome.status_written
-                                        or outcome.job_deleted):
+            if outcome is not None and (outcome.created or outcome.deleted or outcome.updated
+                                        or outcome.status_written or outcome.job_deleted):
                 log.info("reconciled", job=key, duration_ms=round(seconds * 1000, 1), created=len(outcome.created),
-                         deleted=len(outcome.deleted), status_written=outcome.status_written,
+                         deleted=len(outcome.deleted), updated=len(outcome.updated),
+                         status_written=outcome.status_written,
                          status_deferred=outcome.status_deferred,
                          job_deleted=outcome.job_deleted, requeue_after=outcome.requeue_after)
             elif outcome is not None:

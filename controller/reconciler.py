@@ -21,11 +21,16 @@ What only the API server can tell is folded back into the status here: a templat
 `NameConflict` condition and a Warning event and that object is left alone; a quota refusal is
 reported and retried with back-off. Those and transient errors end in `RequeueError`, which the
 worker turns into a rate-limited requeue.
+
+The job's NetworkPolicy (docs/production.md), when it wants one, is written before anything else
+and fails closed: while it cannot be created (a name conflict, a refusal), no pod is created, so a
+job that asked for isolation never runs without it. A policy the API server rejects (an invalid
+`allowFrom` peer) fails the job with `InvalidNetworkPolicy`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -38,7 +43,9 @@ from controller.job import podstate
 from controller.job.defaults import apply_defaults
 from controller.job.labels import GROUP, PLURAL, REPLICA_TYPE_LABEL, VERSION
 from controller.job.mergepatch import merge_patch
+from controller.job.netpol import PolicyView, policy_name
 from controller.job.plan import Event, Plan, PodDeletion, plan_job
+from controller.job.profiles import Profile
 from controller.job.timeutil import format_time
 from controller.kueue import protocol as kueue
 from controller.kueue.gate import KueueGate
@@ -61,6 +68,7 @@ class Caches(Protocol):
 
 
 STALE_CACHE_WAIT = 1.0  # seconds before retrying a conflicting status write when the job cannot be read
+NETWORKING = ("networking.k8s.io", "v1", "networkpolicies")
 
 
 class RequeueError(Exception):
@@ -79,6 +87,7 @@ class Outcome:
     requeue_after: float | None = None
     created: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
     status_written: bool = False
     status_deferred: bool = False  # left for the reconcile the created pods' events bring
     job_deleted: bool = False
@@ -122,9 +131,17 @@ class Reconciler:
         create_parallelism: int = 16,
         clock: Clock = REAL_CLOCK,
         kueue_gate: KueueGate | None = None,
+        network_policies: Callable[[str, str], Mapping[str, Any] | None] | None = None,
+        network_policy_default: bool = False,
+        profiles: Sequence[Profile] = (),
     ) -> None:
+        """`network_policies(namespace, name)` reads a NetworkPolicy from a cache; without it the
+        reconciler leaves NetworkPolicies alone. `profiles` are the start-up profiles for new pods."""
         self.kube = kube
         self.kueue_gate = kueue_gate
+        self.network_policies = network_policies
+        self.network_policy_default = network_policy_default
+        self.profiles = tuple(profiles)
         self.caches = caches
         self.memory = memory if memory is not None else JobMemory(clock)
         self.expectations = self.memory.expectations
@@ -155,6 +172,7 @@ class Reconciler:
         service = self.caches.get_service(namespace, name)
         # A same-named Service that is not ours is never created over and never deleted.
         foreign_service = service is not None and not owned_by(service, uid)
+        policy_view, foreign_policy = self._policy_view(namespace, name, uid)
         # Plan from the status the last pass left unwritten, if any; write (below) against `job`,
         # which holds what the server has.
         deferred = self.memory.take_deferred(key, job)
@@ -166,7 +184,7 @@ class Reconciler:
             decision.job if decision else planned, pods, None if foreign_service else service,
             now=self.clock.wall(), node_ready=self.caches.node_ready,
             pending_deletes=self.expectations.pending_deletions(key), cluster_domain=self.cluster_domain,
-            gate=decision.gate if decision else None,
+            gate=decision.gate if decision else None, network_policy=policy_view, profiles=self.profiles,
         )
         outcome = Outcome(requeue_after=plan.requeue_after)
         cache_version = cached["metadata"].get("resourceVersion")
@@ -180,6 +198,12 @@ class Reconciler:
         problems = self._delete_pods(key, plan.delete_pods, outcome)
         if plan.delete_service is not None:
             problems += self._delete_service(plan.delete_service, outcome)
+        policy_problems, hold_pods = self._network_policy(plan, job, foreign_policy, outcome)
+        problems += policy_problems
+        if hold_pods:  # fail closed: no pod runs without the isolation the job asked for
+            plan.create_pods = []
+            if not (planned.get("status") or {}).get("startTime"):
+                plan.status.pop("startTime", None)
         if foreign_service:
             if plan.create_service is not None:
                 problems.append(self._name_conflict(plan, job, "Service", name))
@@ -265,6 +289,77 @@ class Reconciler:
                 return [f"delete job: {error}"]
         return []
 
+    # ---- the job's NetworkPolicy ------------------------------------------------------------------
+
+    def _policy_view(self, namespace: str, name: str, job_uid: str) -> tuple[PolicyView | None, bool]:
+        """What the planner may know of the job's NetworkPolicy (None when policies are not managed),
+        and whether an object the job does not own holds its name."""
+        if self.network_policies is None:
+            return None, False
+        cached = self.network_policies(namespace, policy_name(name))
+        foreign = cached is not None and not owned_by(cached, job_uid)
+        return PolicyView(self.network_policy_default, None if foreign else cached), foreign
+
+    def _network_policy(self, plan: Plan, job: Mapping[str, Any], foreign: bool,
+                        outcome: Outcome) -> tuple[list[str], bool]:
+        """Carry out the plan for the NetworkPolicy: (problems, whether the pods must wait because
+        a policy the job wants does not exist)."""
+        if plan.delete_network_policy is not None:
+            return self._delete_policy(plan.delete_network_policy, outcome), False
+        if plan.patch_network_policy is not None:
+            return self._patch_policy(plan, job, *plan.patch_network_policy, outcome=outcome), False
+        body = plan.create_network_policy
+        if body is None:
+            return [], False
+        name = body["metadata"]["name"]
+        if foreign:
+            return [self._name_conflict(plan, job, "NetworkPolicy", name)], True
+        group, version, plural = NETWORKING
+        try:
+            path = resource_path(group, version, plural, body["metadata"]["namespace"])
+            retry_transient(self.kube.create)(path, body)
+        except ApiError as error:
+            outcome.server_asked_to_wait(error)
+            if not error.already_exists:
+                return self._create_failed(plan, job, "NetworkPolicy", name, error, "InvalidNetworkPolicy"), True
+            owner = self._ours(job, plural, name, group=group, version=version)
+            if owner is True:
+                return [], False  # the cache was behind
+            if owner is None:
+                return [f"create networkpolicy {name}: it exists and its owner could not be read; retrying"], True
+            return [self._name_conflict(plan, job, "NetworkPolicy", name)], True
+        outcome.created.append(f"networkpolicy/{name}")
+        return [], False
+
+    def _patch_policy(self, plan: Plan, job: Mapping[str, Any], policy: Mapping[str, Any], patch: dict[str, Any],
+                      outcome: Outcome) -> list[str]:
+        meta = policy["metadata"]
+        group, version, plural = NETWORKING
+        try:
+            retry_transient(self.kube.patch)(resource_path(group, version, plural, meta["namespace"], meta["name"]),
+                                             {**patch, "metadata": {"resourceVersion": meta["resourceVersion"]}})
+        except ApiError as error:
+            outcome.server_asked_to_wait(error)
+            if error.not_found or error.conflict:
+                return []  # gone or replaced meanwhile: its watch event brings the next reconcile
+            if error.invalid:
+                return self._create_failed(plan, job, "NetworkPolicy", meta["name"], error, "InvalidNetworkPolicy")
+            return [f"patch networkpolicy {meta['name']}: {error}"]
+        outcome.updated.append(f"networkpolicy/{meta['name']}")
+        return []
+
+    def _delete_policy(self, policy: Mapping[str, Any], outcome: Outcome) -> list[str]:
+        meta = policy["metadata"]
+        group, version, plural = NETWORKING
+        try:
+            retry_transient(self.kube.delete)(resource_path(group, version, plural, meta["namespace"], meta["name"]),
+                                              uid=meta["uid"])
+            outcome.deleted.append(f"networkpolicy/{meta['name']}")
+        except ApiError as error:
+            if not (error.not_found or error.conflict):
+                return [f"delete networkpolicy {meta['name']}: {error}"]
+        return []
+
     # ---- creates -------------------------------------------------------------------------------
 
     def _create_service(self, plan: Plan, job: Mapping[str, Any], body: dict[str, Any], outcome: Outcome) -> list[str]:
@@ -326,28 +421,31 @@ class Reconciler:
             return error
         return None
 
-    def _ours(self, job: Mapping[str, Any], plural: str, name: str) -> bool | None:
+    def _ours(self, job: Mapping[str, Any], plural: str, name: str, group: str = "",
+              version: str = "v1") -> bool | None:
         """Whether the existing object of that name is controlled by this job; None when that
         cannot be told now (it vanished meanwhile, or the read failed): retry, never a conflict."""
         try:
             existing = retry_transient(self.kube.get)(
-                resource_path("", "v1", plural, job["metadata"]["namespace"], name))
+                resource_path(group, version, plural, job["metadata"]["namespace"], name))
         except ApiError:
             return None
         return owned_by(existing, job["metadata"]["uid"])
 
-    def _create_failed(self, plan: Plan, job: Mapping[str, Any], kind: str, name: str, error: ApiError) -> list[str]:
+    def _create_failed(self, plan: Plan, job: Mapping[str, Any], kind: str, name: str, error: ApiError,
+                       invalid_reason: str = "InvalidPodTemplate") -> list[str]:
         """Fold a create error into the plan's status and events; return what to requeue for."""
         stamp = format_time(self.clock.wall())
         conditions = plan.status["conditions"]
         if error.invalid:
             message = f"{kind} {name} was rejected by the API server: {error.message}"
-            cond.set_condition(conditions, cond.FAILED, True, "InvalidPodTemplate", message, stamp)
-            cond.set_false_if_present(conditions, cond.RUNNING, "InvalidPodTemplate", message, stamp)
-            cond.set_false_if_present(conditions, cond.RESTARTING, "InvalidPodTemplate", message, stamp)
+            cond.set_condition(conditions, cond.FAILED, True, invalid_reason, message, stamp)
+            cond.set_false_if_present(conditions, cond.RUNNING, invalid_reason, message, stamp)
+            cond.set_false_if_present(conditions, cond.RESTARTING, invalid_reason, message, stamp)
+            cond.set_false_if_present(conditions, cond.PENDING, invalid_reason, message, stamp)
             plan.status["completionTime"] = stamp
             plan.status["state"] = cond.state(conditions)
-            plan.events.append(Event("Warning", "InvalidPodTemplate", message))
+            plan.events.append(Event("Warning", invalid_reason, message))
             return []  # permanent: the job is Failed, nothing to retry
         if error.already_exists:
             return [self._name_conflict(plan, job, kind, name)]
@@ -394,7 +492,7 @@ class Reconciler:
         nothing but create, and at least one pod, whose ADDED event is sure to bring that reconcile
         (the informer delivers it, or a relist does). Failures, deletions and finished jobs are
         written at once."""
-        created_pods = any(not name.startswith("service/") for name in outcome.created)
+        created_pods = any("/" not in name for name in outcome.created)  # not service/..., networkpolicy/...
         return created_pods and not problems and not outcome.deleted and not plan.delete_job
 
     def _write_status(self, key: str, job: Mapping[str, Any], status: dict[str, Any],

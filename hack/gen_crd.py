@@ -6,7 +6,10 @@ own published OpenAPI v3 document (shipped inside the `k8s.io/kubernetes` Go mod
 control plane is built from), inlines every `$ref` under PodTemplateSpec, and keeps only what a
 *structural* schema may contain. Descriptions inside the pod template are dropped to keep the CRD
 small (four roles embed it); `defaults` inside it are dropped so the API server never rewrites the
-user's template. Run: `python hack/gen_crd.py [path/to/api__v1_openapi.json]`.
+user's template. The peers of `spec.networkPolicy.allowFrom` embed the real NetworkPolicyPeer schema
+the same way, from the networking.k8s.io/v1 document beside it (docs/production.md describes the
+stall rule, network isolation and the other production features). Run:
+`python hack/gen_crd.py [path/to/api__v1_openapi.json]`.
 """
 
 from __future__ import annotations
@@ -37,6 +40,11 @@ INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 ROLES = ("chief", "ps", "worker", "evaluator")
 MAX_CONTAINERS = 100  # bounds the CEL cost of rules that look at containers
+MAX_ALLOWED_PEERS = 32  # spec.networkPolicy.allowFrom
+NETWORKING_DOCUMENT = "apis__networking.k8s.io__v1_openapi.json"
+NETWORK_POLICY_PEER = "io.k8s.api.networking.v1.NetworkPolicyPeer"
+ONE_WEEK = 7 * 24 * 3600
+PEER_RULE_MESSAGE = "a peer is either an ipBlock, or a podSelector and/or a namespaceSelector"
 
 
 def openapi_path() -> pathlib.Path:
@@ -93,6 +101,80 @@ def template_metadata_schema() -> dict[str, Any]:
     }
 
 
+def stall_schema() -> dict[str, Any]:
+    """`spec.<role>.stall`: the opt-in rule that restarts a TensorFlow container whose training stopped
+    making progress (the operator injects a startup and a liveness probe; docs/production.md)."""
+    return {
+        "type": "object",
+        "description": "Opt-in stall rule: the TensorFlow container gets a startup probe (grace for the first "
+        "heartbeat) and a liveness probe that fails when the heartbeat is older than timeoutSeconds. A probe the "
+        "template already has wins. The restart counts like any retried failure.",
+        "properties": {
+            "timeoutSeconds": {
+                "type": "integer", "format": "int32", "minimum": 10, "maximum": ONE_WEEK, "default": 600,
+                "description": "A heartbeat older than this many seconds means the training stalled. Default 600.",
+            },
+            "startupSeconds": {
+                "type": "integer", "format": "int32", "minimum": 0, "maximum": ONE_WEEK, "default": 600,
+                "description": "Grace for the first heartbeat after the container starts (data loading, the "
+                "first step). 0: no startup probe. Default 600.",
+            },
+            "heartbeat": {
+                "type": "string", "enum": ["file", "http"], "default": "file",
+                "description": "file (default): the training touches a file (tfheartbeat.beat()). http: an HTTP "
+                "endpoint of the container answers 2xx while the training makes progress.",
+            },
+            "path": {
+                "type": "string", "pattern": "^/", "maxLength": 1024,
+                "description": "file: the heartbeat file (default /tmp/tfjob-heartbeat). http: the URL path "
+                "(default /healthz).",
+            },
+            "port": {
+                "type": "integer", "format": "int32", "minimum": 1, "maximum": 65535,
+                "description": "http: the port of the health endpoint (required with heartbeat: http).",
+            },
+        },
+        "x-kubernetes-validations": [
+            {"rule": "self.heartbeat != 'http' || has(self.port)",
+             "message": "port is required with heartbeat: http", "fieldPath": ".port"},
+            {"rule": "self.heartbeat == 'http' || !has(self.port)",
+             "message": "port is only used with heartbeat: http", "fieldPath": ".port"},
+        ],
+    }
+
+
+def network_policy_schema(peer: dict[str, Any]) -> dict[str, Any]:
+    """`spec.networkPolicy`: the per-job NetworkPolicy that admits the TF port only from the job's pods."""
+    return {
+        "type": "object",
+        "description": "Per-job network isolation: a NetworkPolicy admitting the job's TF port only from the job's "
+        "own pods and allowFrom. Needs a network plugin that enforces NetworkPolicy.",
+        "properties": {
+            "enabled": {
+                "type": "boolean",
+                "description": "true: the job gets its NetworkPolicy; false: it does not; unset: the operator's "
+                "--network-policy default (off unless the operator says on).",
+            },
+            "allowFrom": {
+                "type": "array", "maxItems": MAX_ALLOWED_PEERS,
+                "items": {**peer, "x-kubernetes-validations": [{
+                    "rule": "has(self.ipBlock) ? !has(self.podSelector) && !has(self.namespaceSelector) "
+                    ": has(self.podSelector) || has(self.namespaceSelector)",
+                    "message": PEER_RULE_MESSAGE,
+                }]},
+                "description": "More peers (NetworkPolicyPeer: podSelector, namespaceSelector, ipBlock) allowed to "
+                "reach the TF port, e.g. TensorBoard or a metrics scraper.",
+            },
+            "otherPorts": {
+                "type": "string", "enum": ["Allow", "Deny"], "default": "Allow",
+                "description": "Allow (default): every other port of the job's pods accepts connections from "
+                "anywhere, as without the policy. Deny: the policy allows nothing else, so other ports are open only "
+                "where another NetworkPolicy of the namespace allows them.",
+            },
+        },
+    }
+
+
 def role_schema(template: dict[str, Any], role: str) -> dict[str, Any]:
     replicas: dict[str, Any] = {
         "type": "integer", "format": "int32", "minimum": 0, "default": 1,
@@ -115,6 +197,7 @@ def role_schema(template: dict[str, Any], role: str) -> dict[str, Any]:
                 "fail the job, 128 and above (signals, OOM) are retried.",
             },
             "template": template,
+            "stall": stall_schema(),
         },
         "x-kubernetes-validations": [
             {
@@ -135,8 +218,8 @@ def name_length_rule(role: str) -> dict[str, Any]:
     }
 
 
-def build_crd(openapi: dict[str, Any]) -> dict[str, Any]:
-    inliner = Inliner(openapi["components"]["schemas"])
+def build_crd(openapi: dict[str, Any], networking: dict[str, Any]) -> dict[str, Any]:
+    inliner = Inliner({**openapi["components"]["schemas"], **networking["components"]["schemas"]})
     pod_spec = inliner.component("io.k8s.api.core.v1.PodSpec")
     pod_spec["properties"]["containers"]["maxItems"] = MAX_CONTAINERS
     pod_spec["properties"]["containers"]["minItems"] = 1
@@ -183,6 +266,7 @@ def build_crd(openapi: dict[str, Any]) -> dict[str, Any]:
             "description": "true: the job's pods and Service are deleted and none are created; "
             "false again resumes it (startTime is reset).",
         },
+        "networkPolicy": network_policy_schema(inliner.component(NETWORK_POLICY_PEER)),
     })
     spec = {
         "type": "object",
@@ -298,7 +382,8 @@ def build_crd(openapi: dict[str, Any]) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     source = pathlib.Path(argv[1]) if len(argv) > 1 else openapi_path()
-    crd = build_crd(json.loads(source.read_text()))
+    networking = source.with_name(NETWORKING_DOCUMENT)
+    crd = build_crd(json.loads(source.read_text()), json.loads(networking.read_text()))
     header = (
         "# GENERATED by hack/gen_crd.py from Kubernetes v" + K8S_VERSION + "'s OpenAPI document; do not edit.\n"
         "# Large (the pod template schema is embedded per role): install with `kubectl apply --server-side`.\n"

@@ -2,13 +2,15 @@
 
 Both `tfjob-operator render` and the reconciler call these, so what a user previews is what runs.
 Input is a defaulted job dict (see `controller.job.defaults`); output is fresh dicts that share nothing
-with the input (the user's template — often an informer-cache object — is never mutated).
+with the input (the user's template — often an informer-cache object — is never mutated). The
+TensorFlow container also gets its role's stall probes (`stall`) and the operator's start-up
+profiles (`profiles`), each only where the template says nothing.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from controller.job.labels import (
@@ -19,6 +21,8 @@ from controller.job.labels import (
     REPLICA_INDEX_LABEL,
     REPLICA_TYPE_LABEL,
 )
+from controller.job.profiles import Profile, apply_profiles, profiles_for
+from controller.job.stall import with_stall_probes
 from tfconfig import (
     DEFAULT_PORT,
     PORT_NAME,
@@ -46,7 +50,7 @@ def owner_reference(job: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _owned_metadata(job: Mapping[str, Any], name: str, labels: dict[str, str], annotations: dict[str, str]) -> dict:
+def owned_metadata(job: Mapping[str, Any], name: str, labels: dict[str, str], annotations: dict[str, str]) -> dict:
     metadata: dict[str, Any] = {
         "name": name,
         "namespace": job["metadata"].get("namespace") or "default",
@@ -75,7 +79,7 @@ def build_service(job: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": _owned_metadata(job, name, {JOB_NAME_LABEL: name}, {}),
+        "metadata": owned_metadata(job, name, {JOB_NAME_LABEL: name}, {}),
         "spec": {
             "clusterIP": "None",
             # Peers must resolve before they are ready: TF servers wait for each other at start.
@@ -87,9 +91,10 @@ def build_service(job: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def build_pod(job: Mapping[str, Any], role: str, index: int, cluster_domain: str = "",
-              cluster: SerializedCluster | None = None) -> dict[str, Any]:
+              cluster: SerializedCluster | None = None, profiles: Sequence[Profile] = ()) -> dict[str, Any]:
     """One pod of one role, with its TF_CONFIG, identity labels, owner and DNS identity.
-    `cluster` is `SerializedCluster.of(job, cluster_domain)`, when the caller builds many pods."""
+    `cluster` is `SerializedCluster.of(job, cluster_domain)`, when the caller builds many pods;
+    `profiles` are the operator's start-up profiles (the job's opt-out is honoured here)."""
     job_name = job["metadata"]["name"]
     role_spec = job["spec"][role]
     template = copy.deepcopy(role_spec["template"])
@@ -111,11 +116,13 @@ def build_pod(job: Mapping[str, Any], role: str, index: int, cluster_domain: str
     pod_spec["restartPolicy"] = POD_RESTART_POLICY[role_spec.get("restartPolicy", "OnFailure")]
     containers = pod_spec["containers"]
     tf_index = tf_container_index(pod_spec)
-    containers[tf_index] = _with_tf_settings(containers[tf_index], cluster.tf_config_json(role, index))
+    tf_container = _with_tf_settings(containers[tf_index], cluster.tf_config_json(role, index))
+    tf_container = with_stall_probes(tf_container, role_spec.get("stall"))
+    containers[tf_index] = apply_profiles(tf_container, role, profiles_for(job, profiles))
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": _owned_metadata(job, name, labels, annotations),
+        "metadata": owned_metadata(job, name, labels, annotations),
         "spec": pod_spec,
     }
 
@@ -136,6 +143,7 @@ def desired_pod_keys(job: Mapping[str, Any]) -> list[tuple[str, int]]:
     return [(role, index) for role in ROLES for index in range(role_replicas(spec, role))]
 
 
-def build_pods(job: Mapping[str, Any], cluster_domain: str = "") -> list[dict[str, Any]]:
+def build_pods(job: Mapping[str, Any], cluster_domain: str = "",
+               profiles: Sequence[Profile] = ()) -> list[dict[str, Any]]:
     cluster = SerializedCluster.of(job, cluster_domain)
-    return [build_pod(job, role, index, cluster_domain, cluster) for role, index in desired_pod_keys(job)]
+    return [build_pod(job, role, index, cluster_domain, cluster, profiles) for role, index in desired_pod_keys(job)]

@@ -18,9 +18,11 @@ RESTARTING = "Restarting"
 SUCCEEDED = "Succeeded"
 FAILED = "Failed"
 SUSPENDED = "Suspended"
+PENDING = "Pending"  # some pod cannot be scheduled or started (controller/job/pending.py)
 
-# Highest first: the first True one names the state.
-STATE_PRECEDENCE = (FAILED, SUCCEEDED, SUSPENDED, RESTARTING, RUNNING, CREATED)
+# Highest first: the first True one names the state. Pending only shows for a job that has not run
+# yet: a running or restarting job keeps that state, and its Pending condition says what is stuck.
+STATE_PRECEDENCE = (FAILED, SUCCEEDED, SUSPENDED, RESTARTING, RUNNING, PENDING, CREATED)
 
 
 def find(conditions: list[Mapping[str, Any]], kind: str) -> Mapping[str, Any] | None:

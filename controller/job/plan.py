@@ -13,21 +13,27 @@ Decisions where the design leaves room (documented in docs/design.md §4):
   kubelet count too); the job fails when the count exceeds backoffLimit.
 * A pod stuck terminating on a NotReady/unreachable node is force-deleted FORCE_DELETE_AFTER seconds
   past its deletionTimestamp (which already includes its grace period).
+
+The production features of docs/production.md are planned here too: the job's NetworkPolicy
+(`netpol`: create, patch or delete it), restarts a stall rule most likely caused (`stalled`: reason
+`Stalled`), and the `Pending` condition saying which pods cannot be scheduled or started
+(`pending`). Start-up profiles and stall probes go into the pods through the builders.
 """
 
 from __future__ import annotations
 
 import copy
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from controller.job import conditions as cond
-from controller.job import podstate
+from controller.job import netpol, pending, podstate, stalled
 from controller.job.builders import build_pod, build_service, desired_pod_keys
 from controller.job.labels import role_selector
+from controller.job.profiles import Profile
 from controller.job.timeutil import format_time, parse_time
 from controller.job.validation import validate_job
 from tfconfig import ROLES, SerializedCluster, role_replicas
@@ -58,6 +64,9 @@ class Plan:
     delete_pods: list[PodDeletion] = field(default_factory=list)
     create_service: dict[str, Any] | None = None
     delete_service: Mapping[str, Any] | None = None
+    create_network_policy: dict[str, Any] | None = None
+    patch_network_policy: tuple[Mapping[str, Any], dict[str, Any]] | None = None  # (the policy, the patch)
+    delete_network_policy: Mapping[str, Any] | None = None
     status: dict[str, Any] = field(default_factory=dict)
     events: list[Event] = field(default_factory=list)
     requeue_after: float | None = None
@@ -101,12 +110,19 @@ def plan_job(
     pending_deletes: frozenset[str] = frozenset(),
     cluster_domain: str = "",
     gate: tuple[str, str] | None = None,
+    network_policy: netpol.PolicyView | None = None,
+    profiles: Sequence[Profile] = (),
 ) -> Plan:
     """Decide what to do for one (defaulted) job. `pending_deletes` holds UIDs of pods this
     controller already deleted whose deletion the cache has not shown yet: they are treated as
     terminating so a stale cache never counts one failure twice. `gate` (reason, message) holds the
-    job suspended for an outside reason (a queue that has not admitted it) as `spec.suspend` would."""
-    return _Planner(job, pods, service, now, node_ready, pending_deletes, cluster_domain, gate).plan()
+    job suspended for an outside reason (a queue that has not admitted it) as `spec.suspend` would.
+    `network_policy` is the job's NetworkPolicy as the cache shows it (None: policies are not
+    managed); `profiles` are the operator's start-up profiles for the pods it creates."""
+    planner = _Planner(job, pods, service, now, node_ready, pending_deletes, cluster_domain, gate)
+    planner.network_policy = network_policy
+    planner.profiles = profiles
+    return planner.plan()
 
 
 class _Planner:
@@ -139,6 +155,8 @@ class _Planner:
         # Failed pods whose failure is already in retriedFailures (kept until they are gone), so a
         # crash between counting and deleting never counts one failure twice.
         self._counted_failed_pods: set[str] = set(self.status.get("countedFailedPods") or [])
+        self.network_policy: netpol.PolicyView | None = None
+        self.profiles: Sequence[Profile] = ()
 
     @functools.cached_property
     def _cluster(self) -> SerializedCluster:
@@ -154,6 +172,7 @@ class _Planner:
             self._finished()
         else:
             self._active()
+        self._pending_condition()
         return self._finish_status()
 
     def _active(self) -> None:
@@ -161,6 +180,7 @@ class _Planner:
         if problems:
             self._fail("InvalidSpec", "; ".join(str(p) for p in problems))
             return
+        self._network_policy()
         if self.spec.get("suspend"):
             self._suspend("Suspended", f"TensorFlowJob {self.name} is suspended: it has no pods until "
                           "spec.suspend is false.")
@@ -210,6 +230,29 @@ class _Planner:
                 self._delete(pod, "JobFinished")
         if policy == "All" and self.service is not None and not self.service["metadata"].get("deletionTimestamp"):
             self.out.delete_service = self.service
+
+    # ---- the job's NetworkPolicy ------------------------------------------------------------------
+
+    def _network_policy(self) -> None:
+        """Create the policy the job should have (before its pods: the reconciler creates no pod
+        while it is missing), patch it back when the ports, the peers or someone's edit changed it,
+        delete it when the job no longer wants one. A finished job's policy is left as it is."""
+        view = self.network_policy
+        if view is None:
+            return
+        existing = view.existing
+        if existing is not None and existing["metadata"].get("deletionTimestamp"):
+            return  # on its way out; recreated once it is gone
+        if not netpol.wanted(self.job, view.default_on):
+            if existing is not None:
+                self.out.delete_network_policy = existing
+            return
+        if existing is None:
+            self.out.create_network_policy = netpol.build_network_policy(self.job)
+            return
+        patch = netpol.spec_patch(existing, self.job)
+        if patch is not None:
+            self.out.patch_network_policy = (existing, patch)
 
     # ---- suspend ---------------------------------------------------------------------------------
 
@@ -283,6 +326,7 @@ class _Planner:
 
     def _failures(self) -> bool:
         """Handle failed pods; True when the job failed for good."""
+        published = int(self.status.get("restartCount") or 0)
         retried: list[Mapping[str, Any]] = []
         for (role, _index), pods in sorted(self.observed.by_slot.items()):
             for pod in pods:
@@ -302,16 +346,23 @@ class _Planner:
                 code = podstate.exit_code(pod)
                 if policy == "Never" or (policy == "ExitCode" and code is not None and 1 <= code <= 127):
                     why = f"exit code {code}" if code is not None else "pod failed"
+                    if stalled.failed_pod_stalled(self.job, role, pod):
+                        why += "; most likely stalled: its stall rule's liveness probe found no progress"
                     self._fail("ReplicaFailed", f"TensorFlowJob {self.name} failed: {role} pod {podstate.name(pod)} "
                                f"failed ({why}) and its restartPolicy is {policy}.")
                     return True
                 retried.append(pod)
         restarts = self._count_restarts(retried)
         limit = self.spec.get("backoffLimit", 6)
+        stalls = self._stalls(retried, restarts > published)
         if restarts > limit:
+            why = f" The last restarts: {stalls}." if stalls else ""
             self._fail("BackoffLimitExceeded", f"TensorFlowJob {self.name} has failed {restarts} times, "
-                       f"more than backoffLimit={limit}.")
+                       f"more than backoffLimit={limit}.{why}")
             return True
+        if stalls and not retried:  # in-place restarts only: the job stays Running; an event says why
+            self.out.events.append(Event("Warning", "Stalled", f"{stalls} (restart {restarts} of backoffLimit "
+                                         f"{limit})."))
         if not retried:
             return False
         names = ", ".join(podstate.name(p) for p in retried)
@@ -323,8 +374,28 @@ class _Planner:
             for pod in retried:
                 self._delete(pod, "PodFailed")
             message = f"Pod(s) {names} failed; recreating (restart {restarts} of backoffLimit {limit})."
-        self._restarting("PodFailed", message)
+        if stalls:
+            message += f" {stalls}."
+        self._restarting("Stalled" if stalls else "PodFailed", message)
         return False
+
+    def _stalls(self, retried: list[Mapping[str, Any]], counted_more: bool) -> str:
+        """Which of this pass's restarts a stall rule most likely caused, as a sentence ("" if none):
+        failed pods being retried, and pods restarted in place since the count was last written."""
+        found = []
+        for pod in retried:
+            role = (podstate.slot(pod) or ("", 0))[0]
+            if stalled.failed_pod_stalled(self.job, role, pod):
+                found.append(stalled.describe(pod))
+        if counted_more:
+            for pod in self._live_pods():
+                role = (podstate.slot(pod) or ("", 0))[0]
+                if pod not in retried and role and stalled.restarted_after_stall(self.job, role, pod, self.now):
+                    found.append(stalled.describe(pod))
+        if not found:
+            return ""
+        return (f"Stalled: {', '.join(found)} killed while the stall rule found no progress "
+                "(the liveness probe's Unhealthy events on the pod have the details)")
 
     def _count_restarts(self, retried: list[Mapping[str, Any]]) -> int:
         """Whole-pod failures retried by the controller plus in-place container restarts.
@@ -373,7 +444,8 @@ class _Planner:
         for role, index in desired_pod_keys(self.job):
             if self.observed.by_slot.get((role, index)):
                 continue  # a pod (maybe terminating) still holds the name
-            self.out.create_pods.append(build_pod(self.job, role, index, self.cluster_domain, self._cluster))
+            self.out.create_pods.append(build_pod(self.job, role, index, self.cluster_domain, self._cluster,
+                                                  self.profiles))
         # Pods that exist without a startTime were created by an operator that died before writing
         # it: start the clock now, or activeDeadlineSeconds would never fire.
         if not self.status.get("startTime") and (self.out.create_pods or self._live_pods()):
@@ -403,6 +475,23 @@ class _Planner:
         elif cond.is_true(self.conditions, cond.RESTARTING):
             self._condition_false(cond.RUNNING, "Restarting", "Pods are being replaced.")
 
+    # ---- Pending: pods that cannot be scheduled or started ------------------------------------------
+
+    def _pending_condition(self) -> None:
+        """`Pending=True` with the scheduler's or kubelet's reason while some live pod of an active job
+        cannot be scheduled or started (a Warning event when the reason changes); False once no pod
+        has such a problem. Only a job that ever had one carries the condition."""
+        finished = any(cond.is_true(self.conditions, kind) for kind in (cond.SUCCEEDED, cond.FAILED, cond.SUSPENDED))
+        problem = None if finished else pending.summarize(self._live_pods())
+        if problem is None:
+            self._condition_false(cond.PENDING, "Resolved", "No pod of the job is waiting to be scheduled or "
+                                  "started with a problem.")
+            return
+        before = cond.find(self.conditions, cond.PENDING)
+        was = before.get("reason") if before is not None and before.get("status") == "True" else None
+        if self._condition(cond.PENDING, True, problem.reason, problem.message) and was != problem.reason:
+            self.out.events.append(Event("Warning", problem.reason, problem.message))
+
     # ---- helpers -------------------------------------------------------------------------------
 
     def _live_pods(self) -> list[Mapping[str, Any]]:
@@ -422,7 +511,8 @@ class _Planner:
 
     def _restarting(self, reason: str, message: str) -> None:
         if self._condition(cond.RESTARTING, True, reason, message):
-            self.out.events.append(Event("Warning" if reason == "PodFailed" else "Normal", reason, message))
+            warning = reason in ("PodFailed", "Stalled")
+            self.out.events.append(Event("Warning" if warning else "Normal", reason, message))
         self._condition_false(cond.RUNNING, reason, message)
 
     def _fail(self, reason: str, message: str) -> None:

@@ -27,12 +27,37 @@ _CONDITION_TYPES = ("DisruptionTarget",)
 _CONDITION_FIELDS = ("type", "status", "reason")
 _CONTAINER_STATUS_FIELDS = ("name", "restartCount", "state", "lastState")
 _STATUS_FIELDS = ("phase", "reason", "message", "startTime")
+# Why a pod is not running (docs/production.md): a PodScheduled condition only while it is False
+# (with the scheduler's message), and init containers only while one waits for a reason that is a
+# problem. A scheduled, healthy pod keeps none of it.
+_SCHEDULED_FIELDS = ("type", "status", "reason", "message")
+BENIGN_WAITING_REASONS = frozenset({"", "ContainerCreating", "PodInitializing"})
+
+
+def waiting_problem(container_status: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The `state.waiting` of a container that waits for a reason that is a problem
+    (ImagePullBackOff, CreateContainerConfigError, CrashLoopBackOff, ...), else None."""
+    waiting = (container_status.get("state") or {}).get("waiting")
+    if not isinstance(waiting, Mapping) or waiting.get("reason", "") in BENIGN_WAITING_REASONS:
+        return None
+    return waiting
+
+
+def _kept_conditions(status: Mapping[str, Any]) -> list[dict[str, Any]]:
+    kept = []
+    for condition in status.get("conditions") or []:
+        if condition.get("type") in _CONDITION_TYPES:
+            kept.append({k: condition[k] for k in _CONDITION_FIELDS if k in condition})
+        elif condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+            kept.append({k: condition[k] for k in _SCHEDULED_FIELDS if k in condition})
+    return kept
 
 
 def project(pod: dict[str, Any]) -> dict[str, Any]:
     """The part of a pod the controller reads: all of its metadata (but managedFields and the
     last-applied annotation), `spec.nodeName` and the container names, and the status fields above
-    (of the conditions, only DisruptionTarget).
+    (of the conditions, only DisruptionTarget, and PodScheduled while False; of the init
+    containers, only those waiting for a problem).
 
     The rest of the spec (images, env with TF_CONFIG, volumes, tolerations, ...) is most of a
     pod's JSON and is never read back, so the pod cache holds several times more pods per MB
@@ -44,13 +69,16 @@ def project(pod: dict[str, Any]) -> dict[str, Any]:
         kept_spec["nodeName"] = spec["nodeName"]
     status = pod.get("status") or {}
     kept_status = {k: status[k] for k in _STATUS_FIELDS if k in status}
-    kept_conditions = [{k: c[k] for k in _CONDITION_FIELDS if k in c} for c in status.get("conditions") or []
-                       if c.get("type") in _CONDITION_TYPES]
+    kept_conditions = _kept_conditions(status)
     if kept_conditions:
         kept_status["conditions"] = kept_conditions
     if status.get("containerStatuses"):
         kept_status["containerStatuses"] = [{k: c[k] for k in _CONTAINER_STATUS_FIELDS if k in c}
                                             for c in status["containerStatuses"]]
+    stuck_init = [{"name": c.get("name"), "state": {"waiting": dict(waiting)}}
+                  for c in status.get("initContainerStatuses") or [] if (waiting := waiting_problem(c))]
+    if stuck_init:
+        kept_status["initContainerStatuses"] = stuck_init
     return _shared({"apiVersion": pod.get("apiVersion", "v1"), "kind": pod.get("kind", "Pod"), "metadata": metadata,
                     "spec": kept_spec, "status": kept_status})
 
@@ -84,7 +112,7 @@ def same_projection(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
 
 
 def only_bound(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
-    """Whether the update just bound the pod to a node (the scheduler's write; its PodScheduled
+    """Whether the update just bound the pod to a node (the scheduler's write; a True PodScheduled
     condition is not kept). The planner reads `spec.nodeName` only of terminating pods (stuck on a
     lost node), and a terminating pod is never bound, so such an update cannot change a plan."""
     if node_name(old) or not node_name(new) or is_terminating(new):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import functools
 import hashlib
+import ipaddress
 import json
 import re
 import threading
@@ -182,6 +183,10 @@ def _problem_from_schema_error(error: jsonschema.ValidationError) -> Problem:
         return Problem(path, f"needs at least {error.validator_value} item(s)")
     if keyword == "maxItems":
         return Problem(path, f"has more than the maximum of {error.validator_value} items")
+    if keyword == "pattern" and error.validator_value == "^/":
+        return Problem(path, f"{value!r} must be an absolute path (starting with /)")
+    if keyword == "maxLength":
+        return Problem(path, f"is longer than the maximum of {error.validator_value} characters")
     return Problem(path, error.message)
 
 
@@ -209,7 +214,41 @@ def _check_semantics(job: Mapping[str, Any]) -> list[Problem]:
         problems += _check_role(name, spec, role)
     if spec.get("successPolicy") == "AllWorkers" and role_replicas(spec, "worker") == 0:
         problems.append(Problem("spec.successPolicy", "AllWorkers needs spec.worker with replicas > 0"))
+    problems += _check_network_policy(spec.get("networkPolicy") or {})
     return problems
+
+
+PEER_RULE_MESSAGE = "a peer is either an ipBlock, or a podSelector and/or a namespaceSelector"
+
+
+def _check_network_policy(policy: Mapping[str, Any]) -> list[Problem]:
+    """The CRD's rule on every allowFrom peer, and CIDRs the API server would refuse in the policy."""
+    problems = []
+    for index, peer in enumerate(policy.get("allowFrom") or []):
+        path = f"spec.networkPolicy.allowFrom[{index}]"
+        selectors = "podSelector" in peer or "namespaceSelector" in peer
+        if ("ipBlock" in peer) == selectors:
+            problems.append(Problem(path, PEER_RULE_MESSAGE))
+        block = peer.get("ipBlock") or {}
+        for where, text in [("cidr", block.get("cidr")), *((f"except[{i}]", t) for i, t in
+                                                          enumerate(block.get("except") or []))]:
+            if text is None:
+                continue
+            try:
+                ipaddress.ip_network(text, strict=False)
+            except ValueError:
+                problems.append(Problem(f"{path}.ipBlock.{where}", f"{text!r} is not a CIDR (e.g. 10.0.0.0/16)"))
+    return problems
+
+
+def _check_stall(role: str, stall: Mapping[str, Any]) -> list[Problem]:
+    """The CRD's rules on `stall`, in the same words."""
+    http = stall.get("heartbeat", "file") == "http"
+    if http and "port" not in stall:
+        return [Problem(f"spec.{role}.stall.port", "port is required with heartbeat: http")]
+    if not http and "port" in stall:
+        return [Problem(f"spec.{role}.stall.port", "port is only used with heartbeat: http")]
+    return []
 
 
 def _check_role(job_name: str, spec: Mapping[str, Any], role: str) -> list[Problem]:
@@ -231,6 +270,8 @@ def _check_role(job_name: str, spec: Mapping[str, Any], role: str) -> list[Probl
                 f"spec.{role}.template.spec.containers[{index}].image",
                 "every container in template.spec.containers needs an image",
             ))
+    if spec[role].get("stall") is not None:
+        problems += _check_stall(role, spec[role]["stall"])
     port = role_port(spec[role])
     if not 1 <= port <= 65535:
         problems.append(Problem(

@@ -31,10 +31,12 @@ from prometheus_client import start_http_server
 from controller.controller import Controller, create_parallelism
 from controller.events import EventRecorder
 from controller.job import validation
+from controller.job.profile_file import ProfileError
 from controller.metrics import ControllerMetrics
 from controller.process import logs
 from controller.process.health import HealthServer, parse_address
 from controller.process.leader import LeaderElectionConfig, LeaderElector, default_identity, default_namespace
+from controller.process.profiles import load_profiles
 from kube import ConfigError, Kube, resource_path
 from workqueue.metrics import PrometheusMetricsProvider
 
@@ -73,6 +75,11 @@ def run(args: argparse.Namespace) -> int:
         log.error("bad leader election settings", error=str(error))
         return BAD_CONFIGURATION_EXIT_CODE
     try:
+        profiles = load_profiles(getattr(args, "profiles", None))
+    except ProfileError as error:
+        log.error("bad start-up profiles file", error=str(error))
+        return BAD_CONFIGURATION_EXIT_CODE
+    try:
         # A connection per worker and per create thread, and a few for events and leader election.
         pool_size = args.workers + create_parallelism(args.workers) + 8
         kube = Kube.load(args.kubeconfig, context=args.context, pool_size=pool_size,
@@ -86,6 +93,8 @@ def run(args: argparse.Namespace) -> int:
         resync_period=args.resync, watch_nodes=not args.namespace, metrics=metrics,
         use_kueue={"auto": None, "on": True, "off": False}[getattr(args, "kueue", "auto")],
         queue_metrics=PrometheusMetricsProvider(registry=metrics.registry), recorder=recorder,
+        network_policies=True, network_policy_default=getattr(args, "network_policy", "off") == "on",
+        profiles=profiles,
     )
     stop = threading.Event()
     leading = threading.Event()
@@ -128,6 +137,7 @@ def run(args: argparse.Namespace) -> int:
 
     recorder.start()
     log.info("starting", namespaces=args.namespace or "all", workers=args.workers, server=kube.host,
+             network_policy=getattr(args, "network_policy", "off"), profiles=[p.name for p in profiles],
              leader_election=f"{election.namespace}/{election.name}" if election else "off",
              identity=election.identity if election else None)
     controller.start_informers()

@@ -1,7 +1,9 @@
 """The `tfjob-operator` command: `run` the controller, `render` what it would create, `validate` jobs.
 
 `render` and `validate` are offline and share the controller's own builders and validation, so
-their output is exactly what the running controller would do with the same job.
+their output is exactly what the running controller would do with the same job -- with `render
+--profiles FILE --network-policy on`, also under the operator's start-up profiles and network
+policy default (docs/production.md).
 """
 
 from __future__ import annotations
@@ -14,10 +16,13 @@ from typing import Any
 
 import yaml
 
+from controller.job import netpol
 from controller.job.builders import build_pods, build_service
 from controller.job.defaults import apply_defaults
+from controller.job.profile_file import ProfileError
 from controller.job.validation import validate_job
 from controller.process.documents import InputError, describe, load_documents
+from controller.process.profiles import load_profiles
 
 
 def _check_file(filename: str) -> list[tuple[str, Any, list[Any]]] | None:
@@ -38,14 +43,21 @@ def _check_file(filename: str) -> list[tuple[str, Any, list[Any]]] | None:
 
 
 def _render(args: argparse.Namespace) -> int:
+    try:
+        profiles = load_profiles(args.profiles)
+    except ProfileError as error:
+        print(f"error: profiles: {error}", file=sys.stderr)
+        return 1
     checked = _check_file(args.filename)
     if checked is None or any(problems for _, _, problems in checked):
         return 1
     objects: list[dict[str, Any]] = []
     for _, doc, _ in checked:
         job = apply_defaults(doc)
+        if netpol.wanted(job, args.network_policy == "on"):
+            objects.append(netpol.build_network_policy(job))
         objects.append(build_service(job))
-        objects.extend(build_pods(job, args.cluster_domain))
+        objects.extend(build_pods(job, args.cluster_domain, profiles))
     if args.output == "json":
         print(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}, indent=2))
     else:
@@ -67,6 +79,14 @@ def _run(args: argparse.Namespace) -> int:
     from controller.process.app import run  # imported late: `render`/`validate` need no API client
 
     return run(args)
+
+
+def _production_flags(command: argparse.ArgumentParser) -> None:
+    """The flags `run` and `render` share, so a preview matches what the operator does."""
+    command.add_argument("--network-policy", choices=["on", "off"], default="off",
+                         help="on: jobs get a NetworkPolicy unless spec.networkPolicy.enabled is false (default off)")
+    command.add_argument("--profiles", metavar="FILE", default=None,
+                         help="start-up profiles: env vars and args by TensorFlow image (YAML; docs/production.md)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -97,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--resync", type=float, default=300.0, help="informer resync period in seconds (0: off)")
     run.add_argument("--kueue", choices=["auto", "on", "off"], default="auto",
                      help="queue jobs labelled kueue.x-k8s.io/queue-name through Kueue (auto: when its API is served)")
+    _production_flags(run)
     run.add_argument("--log-format", choices=["json", "console"], default=None, help="default: console on a tty")
     run.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     run.set_defaults(func=_run)
@@ -105,6 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("-f", "--filename", required=True, help="job file (YAML or JSON; '-' for stdin)")
     render.add_argument("-o", "--output", choices=["yaml", "json"], default="yaml")
     render.add_argument("--cluster-domain", default="")
+    _production_flags(render)
     render.set_defaults(func=_render)
 
     validate = commands.add_parser("validate", help="check job files as admission would, and more")

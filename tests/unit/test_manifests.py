@@ -31,6 +31,7 @@ OPERATOR_PERMISSIONS: dict[tuple[str, str], set[str]] = {
     ("", "services"): {"get", "list", "watch", "create", "delete"},
     ("", "nodes"): {"list", "watch"},
     ("", "events"): {"create"},
+    ("networking.k8s.io", "networkpolicies"): {"get", "list", "watch", "create", "patch", "delete"},
     ("kueue.x-k8s.io", "workloads"): {"list", "watch", "create", "patch", "delete"},
     ("kueue.x-k8s.io", "workloads/status"): {"patch"},
     ("kueue.x-k8s.io", "resourceflavors"): {"list", "watch"},
