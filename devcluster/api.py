@@ -11,7 +11,9 @@ from __future__ import annotations
 import http.client
 import json
 import ssl
-from dataclasses import dataclass
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -29,41 +31,109 @@ class ApiError(RuntimeError):
 
 @dataclass
 class ApiClient:
-    """Calls the API server at url, trusting ca_cert and presenting the given client cert."""
+    """Calls the API server at url, trusting ca_cert and presenting the given client cert.
+
+    Each request opens its own connection, unless `keep_alive`: then one connection is kept and
+    reused (a long-lived caller making many calls, such as the pod-logs agent, saves a TLS
+    handshake per call); a kept connection the server has closed meanwhile is replaced once.
+    """
 
     url: str
     ca_cert: Path
     client_cert: Path
     client_key: Path
+    keep_alive: bool = False
+    _ssl: ssl.SSLContext | None = field(default=None, init=False, repr=False, compare=False)
+    _kept: http.client.HTTPSConnection | None = field(default=None, init=False, repr=False, compare=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
     def _context(self) -> ssl.SSLContext:
-        context = ssl.create_default_context(cafile=str(self.ca_cert))
-        context.load_cert_chain(str(self.client_cert), str(self.client_key))
-        return context
+        if self._ssl is None:
+            context = ssl.create_default_context(cafile=str(self.ca_cert))
+            context.load_cert_chain(str(self.client_cert), str(self.client_key))
+            self._ssl = context
+        return self._ssl
+
+    def _connect(self, timeout: float) -> http.client.HTTPSConnection:
+        parts = urlsplit(self.url)
+        return http.client.HTTPSConnection(parts.hostname or "127.0.0.1", parts.port, context=self._context(),
+                                           timeout=timeout)
+
+    def _exchange(self, connection: http.client.HTTPSConnection, method: str, path: str, data: bytes | None,
+                  headers: dict[str, str]) -> tuple[int, str, bool]:
+        connection.request(method, path, body=data, headers=headers)
+        response = connection.getresponse()
+        raw = response.read().decode(errors="replace")
+        return response.status, raw, response.will_close
 
     def request(self, method: str, path: str, body: Any = None, *,
                 content_type: str = "application/json", timeout: float = 10.0) -> Any:
         """Send one request; return the decoded JSON (or text) body; raise ApiError unless 2xx."""
-        parts = urlsplit(self.url)
-        connection = http.client.HTTPSConnection(parts.hostname or "127.0.0.1", parts.port,
-                                                 context=self._context(), timeout=timeout)
-        try:
-            data = None if body is None else json.dumps(body).encode()
-            headers = {"Accept": "application/json"}
-            if data is not None:
-                headers["Content-Type"] = content_type
-            connection.request(method, path, body=data, headers=headers)
-            response = connection.getresponse()
-            raw = response.read().decode(errors="replace")
-        finally:
-            connection.close()
+        data = None if body is None else json.dumps(body).encode()
+        headers = {"Accept": "application/json"}
+        if data is not None:
+            headers["Content-Type"] = content_type
+        if not self.keep_alive:
+            connection = self._connect(timeout)
+            try:
+                status, raw, _ = self._exchange(connection, method, path, data, headers)
+            finally:
+                connection.close()
+        else:
+            with self._lock:
+                reused = self._kept is not None
+                connection = self._kept or self._connect(timeout)
+                connection.timeout = timeout
+                if connection.sock is not None:
+                    connection.sock.settimeout(timeout)
+                try:
+                    status, raw, closing = self._exchange(connection, method, path, data, headers)
+                except (http.client.RemoteDisconnected, http.client.CannotSendRequest, ConnectionError):
+                    connection.close()
+                    self._kept = None
+                    if not reused:
+                        raise
+                    connection = self._connect(timeout)  # the server closed the idle connection: once more
+                    status, raw, closing = self._exchange(connection, method, path, data, headers)
+                except BaseException:
+                    connection.close()
+                    self._kept = None
+                    raise
+                self._kept = None if closing else connection
+                if closing:
+                    connection.close()
         try:
             decoded: Any = json.loads(raw) if raw else None
         except json.JSONDecodeError:
             decoded = raw
-        if not 200 <= response.status < 300:
-            raise ApiError(method, path, response.status, decoded)
+        if not 200 <= status < 300:
+            raise ApiError(method, path, status, decoded)
         return decoded
+
+    def stream(self, path: str, *, timeout: float = 330.0) -> Iterator[dict[str, Any]]:
+        """GET a watch path and yield its events (one JSON object per line) until the server ends
+        the response; raise ApiError unless 2xx, OSError (or ValueError) when the stream breaks."""
+        connection = self._connect(timeout)
+        try:
+            connection.request("GET", path, headers={"Accept": "application/json"})
+            response = connection.getresponse()
+            if not 200 <= response.status < 300:
+                raw = response.read().decode(errors="replace")
+                try:
+                    body: Any = json.loads(raw)
+                except json.JSONDecodeError:
+                    body = raw
+                raise ApiError("GET", path, response.status, body)
+            while True:
+                line = response.readline()
+                if not line:
+                    return
+                if line.strip():
+                    yield json.loads(line)
+        except http.client.HTTPException as error:
+            raise OSError(f"GET {path}: {error!r}") from error
+        finally:
+            connection.close()
 
     def get(self, path: str, **kwargs: Any) -> Any:
         return self.request("GET", path, **kwargs)

@@ -22,7 +22,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     cluster = Cluster(args.dir)
     started = time.monotonic()
     cluster.up(nodes=args.nodes, cpus=args.cpus, memory=args.memory, pods=args.pods, gpus=args.gpus,
-               timeout=args.timeout)
+               timeout=args.timeout, pod_logs=not args.no_pod_logs)
     print(f"devcluster up in {time.monotonic() - started:.1f}s: {cluster.api_url}, "
           f"{len(cluster.nodes)} nodes, folder {cluster.dir}", file=sys.stderr)
     print(f"export KUBECONFIG={cluster.kubeconfig}")
@@ -46,7 +46,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         state = "running" if s["running"] else "STOPPED"
         port = f"127.0.0.1:{s['port']}" if s["port"] else "-"
         print(f"{component:<24} {state:<8} pid {s['pid'] or '-':<8} {port:<16} {s['log']}")
-    if len(running) == len(COMPONENTS):
+    if len(running) == len(cluster.components):
         print(cluster.kubectl("get", "nodes", check=False).stdout, end="")
         return 0
     return 1
@@ -84,6 +84,8 @@ def _up_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pods", default="110", help="pod capacity per node (default 110)")
     parser.add_argument("--gpus", type=int, default=8, help="nvidia.com/gpu per node (default 8; 0: none)")
     parser.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for readiness")
+    parser.add_argument("--no-pod-logs", action="store_true",
+                        help="do not run the agent that writes the simulated containers' logs (kubectl logs)")
 
 
 def _logs_arguments(parser: argparse.ArgumentParser) -> None:

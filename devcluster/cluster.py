@@ -4,13 +4,15 @@ A devcluster is etcd + kube-apiserver + kube-controller-manager + kube-scheduler
 N fake nodes: real Kubernetes control-plane behaviour (admission, RBAC, scheduling, garbage
 collection, node lifecycle, evictions) without a kubelet or containers. KWOK plays the pods'
 lifecycle from the stages in devcluster/stages/ (Running; exit codes chosen by annotation;
-deletion; node NotReady).
+deletion; node NotReady), and serves the containers' logs that the pod-logs agent writes
+(podlogs.py), so `kubectl logs` works.
 
 The class is shaped for two users: the `tfjob-devcluster` CLI (each command a new process, so
 all runtime facts live in the cluster folder, see state.py) and pytest fixtures that start one
 cluster per session and then disturb it on purpose (restart the apiserver or etcd, compact etcd,
 lose a node). Startup is ordered for speed on two cores: etcd, then the apiserver, then the
-controller-manager, scheduler and KWOK together, then one poll loop that waits for all of them.
+controller-manager, scheduler, KWOK and the pod-logs agent together, then one poll loop that
+waits for all of them.
 """
 
 from __future__ import annotations
@@ -30,7 +32,15 @@ from typing import Any
 from . import processes
 from .api import ApiClient, ApiError, etcd_call, probe_https
 from .binaries import find_bin_dir
-from .components import COMPONENTS, KWOK_NODE_ANNOTATION, SERVICE_IP, canonical, command, write_kwok_config
+from .components import (
+    COMPONENTS,
+    KUBELET_ADDRESS,
+    KWOK_NODE_ANNOTATION,
+    SERVICE_IP,
+    canonical,
+    command,
+    write_kwok_config,
+)
 from .pki import CLIENTS, make_pki, write_kubeconfig
 from .ports import free_ports
 from .state import ClusterState, Layout, default_dir
@@ -40,7 +50,7 @@ NODE_LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
 KWOK_STARTS = 3  # attempts at (re)starting KWOK before giving up
 KWOK_TAKEOVER_SECONDS = 15.0  # a fresh KWOK creates the missing node Leases within a second or two
 LOST_HOLDER = "tfjob-devcluster/lost-node"
-PORTS = ("etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
+PORTS = ("etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 FALLBACK_ADVERTISE_ADDRESS = "172.31.255.254"  # any non-loopback IPv4 will do; nothing connects to it
 
 
@@ -160,12 +170,24 @@ class Cluster:
         component = canonical(component)
         if self._state is None:
             return False
-        return processes.is_running(self._state.pids.get(component), Path(self._state.bin_dir) / component)
+        return processes.is_running(self._state.pids.get(component), self._executable(component))
+
+    def _executable(self, component: str) -> Path:
+        """What the component's process runs: a binary of bin_dir, or the Python of the pod-logs agent."""
+        state = self.state
+        return Path(state.executables.get(component) or Path(state.bin_dir) / component)
+
+    @property
+    def components(self) -> tuple[str, ...]:
+        """The components this cluster runs: COMPONENTS, less pod-logs when started without it."""
+        if self._state is not None and not self._state.pod_logs:
+            return tuple(c for c in COMPONENTS if c != "pod-logs")
+        return COMPONENTS
 
     def status(self) -> dict[str, dict[str, Any]]:
-        """Per component: pid, whether it runs, its port (None for kwok) and log file."""
+        """Per component: pid, whether it runs, its port (None if it has none) and log file."""
         result = {}
-        for component in COMPONENTS:
+        for component in self.components:
             result[component] = {
                 "pid": self._state.pids.get(component) if self._state else None,
                 "running": self.is_running(component),
@@ -185,11 +207,13 @@ class Cluster:
     # ------------------------------------------------------------------ lifecycle
 
     def up(self, nodes: int = 4, cpus: str = "32", memory: str = "256Gi", pods: str = "110",
-           gpus: int = 8, timeout: float = 180.0, bin_dir: str | os.PathLike[str] | None = None) -> None:
+           gpus: int = 8, timeout: float = 180.0, bin_dir: str | os.PathLike[str] | None = None,
+           pod_logs: bool = True) -> None:
         """Start a fresh cluster with `nodes` fake nodes of the given capacity; wait until usable.
 
         Usable means: apiserver /readyz, controller-manager and scheduler /healthz, every node
-        Ready and untainted, and the `default` ServiceAccount present. On any failure (also
+        Ready and untainted, the `default` ServiceAccount present, and (with `pod_logs`) the agent
+        that writes the simulated containers' logs started. On any failure (also
         KeyboardInterrupt) everything started so far is stopped again.
         """
         if self._state is not None and any(self.is_running(c) for c in COMPONENTS):
@@ -210,6 +234,7 @@ class Cluster:
             node_ips={f"kwok-node-{i}": f"10.240.{i // 250}.{i % 250 + 1}" for i in range(nodes)},
             node_resources={"cpu": str(cpus), "memory": str(memory), "pods": str(pods),
                             "ephemeral-storage": "1Ti", **({"nvidia.com/gpu": str(gpus)} if gpus else {})},
+            pod_logs=pod_logs,
         )
         self._state = state
         state.save(self.layout.state_file)
@@ -220,15 +245,20 @@ class Cluster:
             write_kubeconfig(self.layout.component_kubeconfig(user), server, pki.ca_cert, user,
                              client=pki.clients[user])
         write_kwok_config(self.layout)
+        shutil.rmtree(self.layout.pod_logs, ignore_errors=True)
 
         deadline = time.monotonic() + timeout
         try:
             self.start_component("etcd", timeout=max(deadline - time.monotonic(), 1))
             self.start_component("kube-apiserver", timeout=max(deadline - time.monotonic(), 1))
+            from .podlogs import install_crd  # here: `python -m devcluster.podlogs` imports this package
+
+            install_crd(self.api)  # KWOK's Logs kind, established while the nodes are created
             for name in state.nodes:
                 self.api.post("/api/v1/nodes", self._node_manifest(name))
-            for component in ("kube-controller-manager", "kube-scheduler", "kwok"):
-                self.start_component(component, wait=False)
+            for component in ("kube-controller-manager", "kube-scheduler", "kwok", "pod-logs"):
+                if component in self.components:
+                    self.start_component(component, wait=False)
             self._wait_usable(max(deadline - time.monotonic(), 1))
         except BaseException:
             self.down()
@@ -254,8 +284,11 @@ class Cluster:
         component = canonical(name)
         if not self.is_running(component):
             env = {**os.environ, "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
-            pid = processes.spawn(command(component, self.layout, self.state), self.layout.log(component), env)
+            argv = command(component, self.layout, self.state)
+            pid = processes.spawn(argv, self.layout.log(component), env)
             self.state.pids[component] = pid
+            if Path(argv[0]) != Path(self.state.bin_dir) / component:
+                self.state.executables[component] = argv[0]
             self.state.save(self.layout.state_file)
         if wait:
             self._wait({component: lambda: self._healthy(component)}, timeout)
@@ -265,8 +298,9 @@ class Cluster:
         SIGKILL after `grace` seconds (grace=0 simulates a crash)."""
         component = canonical(name)
         state = self.state
+        executable = self._executable(component)
         pid = state.pids.pop(component, None)
-        processes.stop(pid, Path(state.bin_dir) / component, timeout=grace)
+        processes.stop(pid, executable, timeout=grace)
         if self.layout.state_file.parent.exists() and self._state is not None:
             state.save(self.layout.state_file)
 
@@ -405,8 +439,10 @@ class Cluster:
                            "kubernetes.io/arch": "amd64", "type": "kwok"},
             },
             "status": {"allocatable": resources, "capacity": resources,
+                       # InternalDNS: where the apiserver reaches this node's kubelet (KWOK's server)
                        "addresses": [{"type": "InternalIP", "address": self.state.node_ips[name]},
-                                     {"type": "Hostname", "address": name}]},
+                                     {"type": "Hostname", "address": name},
+                                     {"type": "InternalDNS", "address": KUBELET_ADDRESS}]},
         }
 
     # ------------------------------------------------------------------ identities and kubectl
@@ -450,6 +486,8 @@ class Cluster:
             return self.api.healthy("/readyz")
         if component in ("kube-controller-manager", "kube-scheduler"):
             return probe_https(f"https://127.0.0.1:{port}/healthz")
+        if component == "pod-logs":
+            return self.layout.pod_logs.is_dir()  # the agent's first act (up() removed it before)
         return True  # kwok has no endpoint; it is judged by the nodes it makes Ready
 
     def _nodes_usable(self) -> bool:
@@ -473,7 +511,7 @@ class Cluster:
     def wait_ready(self, timeout: float = 90.0) -> None:
         """Wait until every component is healthy and every node of up() is Ready and untainted
         (e.g. after restarting a component); raise ClusterError naming what is not."""
-        self._wait({component: (lambda c=component: self._healthy(c)) for component in COMPONENTS
+        self._wait({component: (lambda c=component: self._healthy(c)) for component in self.components
                     if component != "kwok"}, timeout)
         self._wait_usable(timeout)
 
@@ -483,6 +521,7 @@ class Cluster:
             "kube-scheduler": lambda: self._healthy("kube-scheduler"),
             "kwok": self._nodes_usable,
             "kube-apiserver": self._default_service_account,
+            **({"pod-logs": lambda: self._healthy("pod-logs")} if "pod-logs" in self.components else {}),
         }, timeout, nodes_msg=True)
 
     def _wait(self, checks: dict[str, Callable[[], bool]], timeout: float, nodes_msg: bool = False) -> None:

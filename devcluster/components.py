@@ -21,16 +21,24 @@ place. The values are tuned for fast, deterministic tests on a small machine:
   and stop evictions altogether.
 * kube-scheduler is stock.
 * kwok manages the nodes annotated kwok.x-k8s.io/node=fake with a 20 s node Lease (renewed every
-  5 s) and plays the stages in devcluster/stages/ (KWOK 0.8.0 has no built-in stages).
+  5 s) and plays the stages in devcluster/stages/ (KWOK 0.8.0 has no built-in stages). Its
+  kubelet-like server listens on 127.0.0.1 (HTTPS, a cert from our CA) and serves container logs
+  from the files the `pod-logs` agent writes (`--enable-crds=Logs`: one `Logs` object per pod).
+  Every node publishes that port (`--node-port`, the node's daemonEndpoints) and an `InternalDNS`
+  address of 127.0.0.1, which the apiserver prefers (`--kubelet-preferred-address-types`) for
+  `kubectl logs`, verifying the cert with `--kubelet-certificate-authority`.
+* pod-logs is the devcluster's own agent (devcluster/podlogs.py, a Python process): it writes each
+  simulated container's log and its `Logs` object.
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from .state import ClusterState, Layout
 
-COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "pod-logs")
 ALIASES = {
     "apiserver": "kube-apiserver",
     "controller-manager": "kube-controller-manager",
@@ -46,6 +54,8 @@ TOLERATION_SECONDS = 5
 NODE_MONITOR_GRACE_SECONDS = 20
 NODE_LEASE_SECONDS = 20
 KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
+KUBELET_ADDRESS = "127.0.0.1"  # where KWOK's kubelet-like server listens; every node's InternalDNS address
+KUBELET_ADDRESS_TYPES = "InternalDNS,Hostname,InternalIP,ExternalDNS,ExternalIP"  # the default, InternalDNS first
 STAGES_DIR = Path(__file__).resolve().parent / "stages"
 
 
@@ -95,7 +105,9 @@ def command(component: str, layout: Layout, state: ClusterState) -> list[str]:
                 "--authorization-mode=RBAC", "--allow-privileged=true", "--profiling=false",
                 "--enable-admission-plugins=OwnerReferencesPermissionEnforcement",
                 f"--default-not-ready-toleration-seconds={TOLERATION_SECONDS}",
-                f"--default-unreachable-toleration-seconds={TOLERATION_SECONDS}"]
+                f"--default-unreachable-toleration-seconds={TOLERATION_SECONDS}",
+                f"--kubelet-preferred-address-types={KUBELET_ADDRESS_TYPES}",
+                f"--kubelet-certificate-authority={pki / 'ca.crt'}"]
     if component == "kube-controller-manager":
         kubeconfig = layout.component_kubeconfig("kube-controller-manager")
         return [str(b / "kube-controller-manager"), f"--kubeconfig={kubeconfig}",
@@ -117,9 +129,16 @@ def command(component: str, layout: Layout, state: ClusterState) -> list[str]:
                 "--leader-elect=false", "--profiling=false"]
     if component == "kwok":
         key, value = KWOK_NODE_ANNOTATION
+        server = []
+        if p.get("kwok"):  # the kubelet-like server (absent in clusters started before it existed)
+            server = [f"--server-address={KUBELET_ADDRESS}:{p['kwok']}", f"--node-port={p['kwok']}",
+                      f"--tls-cert-file={pki / 'kubelet.crt'}", f"--tls-private-key-file={pki / 'kubelet.key'}",
+                      "--enable-crds=Logs"]
         return [str(b / "kwok"), f"--kubeconfig={layout.component_kubeconfig('kwok')}",
                 f"--config={layout.kwok_config}",
                 f"--manage-nodes-with-annotation-selector={key}={value}",
-                f"--node-lease-duration-seconds={NODE_LEASE_SECONDS}", f"--cidr={POD_CIDR}",
+                f"--node-lease-duration-seconds={NODE_LEASE_SECONDS}", f"--cidr={POD_CIDR}", *server,
                 "--v=WARN"]  # INFO logs every lease renewal, drowning the interesting lines
+    if component == "pod-logs":
+        return [sys.executable, "-m", "devcluster.podlogs", f"--dir={layout.dir}"]
     raise ValueError(f"unknown component {component!r}")

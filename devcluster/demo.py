@@ -32,7 +32,6 @@ import yaml
 
 from .api import ApiError
 from .cluster import Cluster, ClusterError
-from .components import COMPONENTS
 from .ports import free_port
 from .state import default_dir
 
@@ -135,7 +134,7 @@ class Demo:
     def start_cluster(self) -> bool:
         """Reuse a running cluster or start one; True if this call started it."""
         running = [c for c, s in self.cluster.status().items() if s["running"]]
-        if len(running) == len(COMPONENTS):
+        if len(running) == len(self.cluster.components):
             self.say(f"Reusing the local cluster in {self.cluster.dir} ({self.cluster.api_url}).")
             self.cluster.wait_ready(timeout=self.remaining())
             return False
@@ -237,6 +236,8 @@ class Demo:
   kubectl get tfjob -n {self.namespace} -o wide
   kubectl describe tfjob {self.job_name} -n {self.namespace}
   kubectl get pods -n {self.namespace} -l tensorflowjob.kubeflow.org/job-name={self.job_name}
+  kubectl apply -f {EXAMPLE.parent.relative_to(ROOT)}/storage/mnist-data-local-pv.yaml
+  kubectl apply -n {self.namespace} -f {EXAMPLE.parent.relative_to(ROOT)}/storage/mnist-data-pvc.yaml
   kubectl apply -n {self.namespace} -f {EXAMPLE.parent.relative_to(ROOT)}/parameter-server.yaml
 
 {operator}

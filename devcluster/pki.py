@@ -46,6 +46,8 @@ class Pki:
     sa_key: Path
     sa_pub: Path
     clients: dict[str, ClientCert]
+    kubelet_cert: Path
+    kubelet_key: Path
 
 
 # user name -> (CN, O) of its client certificate
@@ -92,9 +94,9 @@ def _sign_leaf(d: Path, config: Path, name: str, subject: str, extensions: str,
 
 
 def make_pki(d: Path, ip_sans: list[str]) -> Pki:
-    """Write a fresh CA, the apiserver serving cert (for ip_sans and the in-cluster names),
-    client certs for CLIENTS, the front-proxy CA and client, and the ServiceAccount key pair
-    into folder d."""
+    """Write a fresh CA, the apiserver serving cert (for ip_sans and the in-cluster names), KWOK's
+    kubelet serving cert (127.0.0.1), client certs for CLIENTS, the front-proxy CA and client, and
+    the ServiceAccount key pair into folder d."""
     d.mkdir(parents=True, exist_ok=True)
     d.chmod(0o700)
     config = d / "openssl.cnf"
@@ -108,6 +110,13 @@ def make_pki(d: Path, ip_sans: list[str]) -> Pki:
     serving_cert, serving_key = _sign_leaf(
         d, config, "apiserver", "/CN=kube-apiserver",
         f"subjectAltName={sans}\nextendedKeyUsage=serverAuth\n"
+        "keyUsage=critical,digitalSignature,keyEncipherment\nbasicConstraints=CA:FALSE\n")
+
+    # KWOK's kubelet-like server (container logs), which the apiserver reaches at 127.0.0.1 and
+    # verifies with --kubelet-certificate-authority.
+    kubelet_cert, kubelet_key = _sign_leaf(
+        d, config, "kubelet", "/CN=kwok-kubelet",
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n"
         "keyUsage=critical,digitalSignature,keyEncipherment\nbasicConstraints=CA:FALSE\n")
 
     clients = {}
@@ -128,7 +137,8 @@ def make_pki(d: Path, ip_sans: list[str]) -> Pki:
     _openssl(config, "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048",
              "-out", str(d / "sa.key"))
     _openssl(config, "pkey", "-in", str(d / "sa.key"), "-pubout", "-out", str(d / "sa.pub"))
-    return Pki(d, d / "ca.crt", d / "ca.key", serving_cert, serving_key, d / "sa.key", d / "sa.pub", clients)
+    return Pki(d, d / "ca.crt", d / "ca.key", serving_cert, serving_key, d / "sa.key", d / "sa.pub", clients,
+               kubelet_cert, kubelet_key)
 
 
 def _b64(path: Path) -> str:

@@ -53,6 +53,11 @@ class Layout:
     def kwok_config(self) -> Path:
         return self.dir / "kwok-stages.yaml"
 
+    @property
+    def pod_logs(self) -> Path:
+        """Folder of the simulated containers' logs (`<namespace>/<pod>/<container>.log`)."""
+        return self.dir / "pod-logs"
+
     def log(self, component: str) -> Path:
         return self.logs / f"{component}.log"
 
@@ -72,6 +77,8 @@ class ClusterState:
     nodes: list[str] = field(default_factory=list)
     node_ips: dict[str, str] = field(default_factory=dict)
     node_resources: dict[str, str] = field(default_factory=dict)
+    executables: dict[str, str] = field(default_factory=dict)  # argv[0] of components not in bin_dir
+    pod_logs: bool = True  # whether the pod-logs agent runs (container logs of simulated pods)
 
     def save(self, path: Path) -> None:
         tmp = path.with_suffix(".tmp")

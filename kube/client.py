@@ -35,14 +35,14 @@ import sys
 import threading
 import types
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import urllib3
 
 from kube.clock import REAL_CLOCK, Clock
 from kube.errors import FENCED_REASON, ApiError, ConfigError
-from kube.paths import ParsedPath, parse_path, query_pairs, request_verb
+from kube.paths import ParsedPath, parse_path, query_pairs, request_verb, resource_path
 from kube.throttle import TokenBucket
 from kube.watch import WatchStream
 
@@ -87,7 +87,7 @@ k8s_client, k8s_config = _import_client_core()
 ApiException = k8s_client.api_client.ApiException
 ConfigException = k8s_config.ConfigException
 
-__all__ = ["Kube", "OnRequest"]
+__all__ = ["Kube", "OnRequest", "TextStream"]
 
 OnRequest = Callable[[str, str, int, float], None]
 """Called after every request with (verb, resource, HTTP status or 0, seconds)."""
@@ -391,6 +391,58 @@ class Kube:
             self._watches.add(stream)
         return stream
 
+    def stream_text(
+        self, path: str, *, read_timeout: float | None = DEFAULT_REQUEST_TIMEOUT, **query: Any
+    ) -> TextStream:
+        """GET a path whose answer is text, as a `TextStream` of its lines as they arrive.
+
+        For answers that may stay open (a pod's log with `follow=True`), so it uses the watch pool
+        and can be closed from another thread. `read_timeout` is the most seconds without any bytes
+        (then ApiError status 0); None waits as long as it takes. Errors answered at once (404, 400
+        "container is waiting to start", ...) raise ApiError here.
+        """
+        if self._limiter is not None:
+            self._limiter.acquire()
+        parsed = parse_path(path)
+        code = 0
+        started = self._clock.now()
+        try:
+            response = self._call(self._watch_api, "GET", path, query, {"Accept": "*/*"}, None,
+                                  (CONNECT_TIMEOUT, read_timeout))  # type: ignore[arg-type]
+            code = int(response.status)
+        except ApiError as exc:
+            code = exc.status
+            raise
+        finally:
+            self._report(request_verb("GET", parsed), parsed, path, code, self._clock.now() - started)
+        stream = TextStream(response, method="GET", path=path)
+        with self._watches_lock:
+            self._watches.add(stream)
+        return stream
+
+    def pod_log(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        container: str | None = None,
+        follow: bool = False,
+        previous: bool = False,
+        since_seconds: int | None = None,
+        since_time: str | None = None,
+        tail_lines: int | None = None,
+        timestamps: bool = False,
+        limit_bytes: int | None = None,
+        read_timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
+    ) -> TextStream:
+        """A container's log (`GET .../pods/<name>/log`), line by line; `follow` keeps it open
+        for new lines. The options are PodLogOptions'; None leaves one out."""
+        path = resource_path("", "v1", "pods", namespace, name, "log")
+        options = {"container": container, "follow": follow or None, "previous": previous or None,
+                   "since_seconds": since_seconds, "since_time": since_time, "tail_lines": tail_lines,
+                   "timestamps": timestamps or None, "limit_bytes": limit_bytes}
+        return self.stream_text(path, read_timeout=read_timeout, **options)
+
     # --- discovery ----------------------------------------------------------------------------
 
     def has_api(self, group: str, version: str, kind: str | None = None) -> bool:
@@ -499,6 +551,57 @@ class Kube:
         if result is None:
             raise ApiError(0, "InvalidResponse", "empty response body", method=method, path=path)
         return result
+
+
+class TextStream(WatchStream):
+    """The lines (str, without their newline) of a streamed text response, such as a pod's log.
+
+    Built on `WatchStream` for what matters with a stream that may stay open: `close()` from any
+    thread ends a blocked read at once, and a broken connection or the read timeout raises
+    ApiError (status 0). Unlike watch lines, empty lines are kept and nothing is decoded as JSON;
+    bytes that are not UTF-8 are replaced. Iteration ends when the server ends the response (a log
+    without `follow`) or after `close()`.
+    """
+
+    def _iter_events(self) -> Iterator[str]:  # type: ignore[override]
+        with self._lock:
+            if self._closed:
+                return
+            self._reading = True
+        try:
+            pending = b""
+            for chunk in self._response.stream(amt=None, decode_content=True):
+                if self._closed:
+                    return
+                if isinstance(chunk, str):
+                    chunk = chunk.encode("utf-8")
+                pending += chunk
+                if b"\n" not in chunk:
+                    continue
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    yield line.decode("utf-8", errors="replace")
+            if pending and not self._closed:
+                yield pending.decode("utf-8", errors="replace")
+        except ApiError:
+            if not self._closed:
+                raise
+        except (urllib3.exceptions.HTTPError, OSError, ValueError, AttributeError) as exc:
+            if not self._closed:
+                raise ApiError.from_transport(exc, method=self._method, path=self._path) from exc
+        finally:
+            with self._lock:
+                self._reading = False
+            self._release()
+
+    def __next__(self) -> str:  # type: ignore[override]
+        return next(self._events)  # type: ignore[return-value]
+
+    def __iter__(self) -> Iterator[str]:  # type: ignore[override]
+        return self
+
+    def __enter__(self) -> TextStream:
+        return self
 
 
 def _copy_configuration(configuration: Any) -> Any:

@@ -29,8 +29,9 @@ LAYERS: list[tuple[str, int]] = [
     ("controller.kueue", 3),
     ("controller.process", 5),
     ("controller", 4),
+    ("tfjobs", 6),
 ]
-OPERATOR_PACKAGES = ("tfconfig", "kube", "workqueue", "informers", "controller")
+OPERATOR_PACKAGES = ("tfconfig", "kube", "workqueue", "informers", "controller", "tfjobs")
 KUBERNETES_CLIENT_MODULE = "kube.client"
 
 

@@ -1,0 +1,140 @@
+"""Unit tests of `tfjobs.client`: what `wait_for` decides from a job (pure), and the exact API calls
+of create, get, scale and delete (a mocked `kube.Kube`). Waiting, logs and the rest against the
+local cluster: tests/integration/controller/test_user_tools.py."""
+
+from __future__ import annotations
+
+from typing import Any
+from unittest.mock import MagicMock
+
+import pytest
+
+from kube import ApiError
+from tfjobs.client import STATES, JobNotFound, TfJobClient, _verdict, event_time
+from tfjobs.selectors import Conditions
+
+JOB: dict[str, Any] = {
+    "apiVersion": "kubeflow.org/v1", "kind": "TensorFlowJob", "metadata": {"name": "mnist"},
+    "spec": {"worker": {"replicas": 2, "template": {"spec": {"containers": [{"name": "tensorflow", "image": "tf"}]}}}},
+}
+NO_CONDITIONS = Conditions()
+
+
+def in_state(state: str, reason: str = "", message: str = "") -> dict[str, Any]:
+    return {"status": {"state": state, "conditions": [{"type": state, "status": "True", "reason": reason,
+                                                       "message": message}]}}
+
+
+@pytest.fixture
+def kube() -> MagicMock:
+    mock = MagicMock()
+    mock.create.side_effect = lambda path, body: body
+    mock.patch.side_effect = lambda path, body: body
+    return mock
+
+
+def test_the_states_are_the_operators() -> None:
+    assert set(STATES) >= {"Created", "Running", "Restarting", "Succeeded", "Failed", "Suspended"}
+
+
+def test_a_job_in_the_awaited_state_is_reached() -> None:
+    assert _verdict(in_state("Running"), ("Running",), NO_CONDITIONS, False) == "reached"
+    assert _verdict(in_state("Created"), ("Running",), NO_CONDITIONS, False) is None
+
+
+def test_a_job_that_ended_otherwise_fails_the_wait_with_its_reason() -> None:
+    failed = in_state("Failed", "BackoffLimitExceeded", "restarted 7 times")
+
+    assert _verdict(failed, ("Succeeded",), NO_CONDITIONS, False) == \
+        "ended Failed (BackoffLimitExceeded: restarted 7 times)"
+    assert _verdict(in_state("Succeeded"), ("Running",), NO_CONDITIONS, False) == "ended Succeeded"
+
+
+def test_argo_style_conditions_decide_when_given() -> None:
+    checks = Conditions.parse("status.state == Running", "status.restartCount > 2")
+
+    assert _verdict(in_state("Running"), ("Succeeded",), checks, True) == "reached"
+    restarted = {"status": {"state": "Running", "restartCount": 3}}
+    assert _verdict(restarted, ("Succeeded",), checks, True) == "matched the failure condition status.restartCount>2"
+
+
+def test_create_sends_the_manifest_with_overrides_name_and_namespace(kube: MagicMock) -> None:
+    client = TfJobClient(kube, "team-a")
+
+    client.create(JOB, name="mnist-2", overrides={"worker.replicas": 8})
+
+    path, body = kube.create.call_args.args
+    assert path == "/apis/kubeflow.org/v1/namespaces/team-a/tensorflowjobs"
+    assert body["metadata"] == {"name": "mnist-2", "namespace": "team-a"}
+    assert body["spec"]["worker"]["replicas"] == 8
+    assert JOB["metadata"] == {"name": "mnist"}  # the caller's dict is left alone
+
+
+def test_the_manifests_namespace_is_kept_unless_one_is_given(kube: MagicMock) -> None:
+    client = TfJobClient(kube, "team-a")
+    job = {**JOB, "metadata": {"name": "mnist", "namespace": "team-b"}}
+
+    client.create(job)
+    client.create(job, namespace="team-c")
+
+    assert [c.args[0].split("/")[5] for c in kube.create.call_args_list] == ["team-b", "team-c"]
+
+
+def test_a_job_without_a_name_is_refused_before_any_call(kube: MagicMock) -> None:
+    with pytest.raises(ValueError, match=r"metadata\.name"):
+        TfJobClient(kube).create({**JOB, "metadata": {}})
+    kube.create.assert_not_called()
+
+
+def test_create_from_yaml_needs_exactly_one_job(kube: MagicMock) -> None:
+    text = "apiVersion: kubeflow.org/v1\nkind: TensorFlowJob\nmetadata: {generateName: m-}\nspec: {}\n"
+
+    TfJobClient(kube).create_from_yaml(text)
+    with pytest.raises(ValueError, match="holds 2 TensorFlowJobs"):
+        TfJobClient(kube).create_from_yaml(text + "---\n" + text)
+    assert kube.create.call_count == 1
+
+
+def test_a_missing_job_is_job_not_found(kube: MagicMock) -> None:
+    kube.get.side_effect = ApiError(404, "NotFound", 'tensorflowjobs "x" not found')
+
+    with pytest.raises(JobNotFound, match='"x" not found in namespace default'):
+        TfJobClient(kube).get("x")
+
+
+def test_scale_patches_the_replicas_of_one_role(kube: MagicMock) -> None:
+    kube.get.return_value = JOB
+
+    TfJobClient(kube, "ns").scale("mnist", 4)
+
+    kube.patch.assert_called_once_with("/apis/kubeflow.org/v1/namespaces/ns/tensorflowjobs/mnist",
+                                       {"spec": {"worker": {"replicas": 4}}})
+
+
+def test_scaling_a_role_the_job_does_not_have_is_refused(kube: MagicMock) -> None:
+    kube.get.return_value = JOB
+
+    with pytest.raises(ValueError, match="has no ps role to scale"):
+        TfJobClient(kube).scale("mnist", 2, role="ps")
+    kube.patch.assert_not_called()
+
+
+def test_delete_lets_garbage_collection_take_the_pods(kube: MagicMock) -> None:
+    TfJobClient(kube, "ns").delete("mnist")
+
+    kube.delete.assert_called_once_with("/apis/kubeflow.org/v1/namespaces/ns/tensorflowjobs/mnist",
+                                        propagation="Background")
+
+
+def test_waiting_for_an_unknown_state_is_refused(kube: MagicMock) -> None:
+    with pytest.raises(ValueError, match="unknown state Done"):
+        TfJobClient(kube).wait_for("mnist", "Done")
+    kube.get.assert_not_called()
+
+
+def test_events_sort_by_their_last_time_whatever_api_wrote_them() -> None:
+    core = {"lastTimestamp": "2030-01-01T00:00:05Z"}
+    new_api = {"eventTime": "2030-01-01T00:00:03.500000Z"}
+    series = {"series": {"lastObservedTime": "2030-01-01T00:00:09.000000Z"}, "eventTime": "2030-01-01T00:00:01Z"}
+
+    assert sorted([core, new_api, series], key=event_time) == [new_api, core, series]

@@ -1,0 +1,75 @@
+"""Unit tests of `tfjobs.manifests`: reading job files and `--set` overrides."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tfjobs.manifests import InputError, apply_overrides, jobs_from_yaml, load_jobs, parse_override
+
+JOB: dict[str, Any] = {
+    "apiVersion": "kubeflow.org/v1", "kind": "TensorFlowJob", "metadata": {"name": "mnist"},
+    "spec": {"worker": {"replicas": 2, "template": {"spec": {"containers": [{"name": "tensorflow", "image": "tf"}]}}}},
+}
+
+
+@pytest.mark.parametrize(("text", "steps", "value"), [
+    ("worker.replicas=8", ["spec", "worker", "replicas"], 8),
+    ("spec.backoffLimit=3", ["spec", "backoffLimit"], 3),
+    ("metadata.labels.team=vision", ["metadata", "labels", "team"], "vision"),
+    ("worker.template.spec.containers[0].image=tf:2.21", ["spec", "worker", "template", "spec", "containers", 0,
+                                                         "image"], "tf:2.21"),
+    ("suspend=true", ["spec", "suspend"], True),
+    ("metadata.annotations.example\\.com/owner=me", ["metadata", "annotations", "example.com/owner"], "me"),
+    ("ttlSecondsAfterFinished=null", ["spec", "ttlSecondsAfterFinished"], None),
+])
+def test_an_override_is_a_path_relative_to_spec_and_a_yaml_value(text: str, steps: list[Any], value: Any) -> None:
+    assert parse_override(text) == (steps, value)
+
+
+@pytest.mark.parametrize("text", ["worker.replicas", "=3", "worker..replicas=3", "[0].x=1", "a[x]=1"])
+def test_a_malformed_override_is_refused(text: str) -> None:
+    with pytest.raises(InputError):
+        parse_override(text)
+
+
+def test_overrides_change_a_copy_of_the_job() -> None:
+    changed = apply_overrides(JOB, ["worker.replicas=8", "worker.template.spec.containers[0].image=tf:2.21",
+                                    "metadata.labels.team=vision"])
+
+    assert changed["spec"]["worker"]["replicas"] == 8
+    assert changed["spec"]["worker"]["template"]["spec"]["containers"][0]["image"] == "tf:2.21"
+    assert changed["metadata"]["labels"] == {"team": "vision"}
+    assert JOB["spec"]["worker"]["replicas"] == 2
+
+
+def test_overrides_can_be_a_mapping_and_null_removes_a_field() -> None:
+    changed = apply_overrides({**JOB, "spec": {**JOB["spec"], "suspend": True}},
+                              {"worker.replicas": 4, "suspend": None})
+
+    assert changed["spec"]["worker"]["replicas"] == 4 and "suspend" not in changed["spec"]
+
+
+def test_an_override_into_a_missing_list_item_is_refused() -> None:
+    with pytest.raises(InputError, match=r"no item \[3\]"):
+        apply_overrides(JOB, ["worker.template.spec.containers[3].image=x"])
+
+
+def test_a_file_may_hold_a_list_of_jobs(tmp_path: Path) -> None:
+    path = tmp_path / "jobs.yaml"
+    path.write_text("kind: List\napiVersion: v1\nitems:\n- {apiVersion: kubeflow.org/v1, kind: TensorFlowJob, "
+                    "metadata: {name: a}, spec: {}}\n")
+
+    assert [j["metadata"]["name"] for j in load_jobs(str(path))] == ["a"]
+
+
+def test_a_document_that_is_not_a_tensorflowjob_is_named_in_the_error() -> None:
+    with pytest.raises(InputError, match=r"Deployment x is a apps/v1/Deployment, not a kubeflow\.org/v1/TensorFlowJob"):
+        jobs_from_yaml("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\n")
+
+
+def test_yaml_without_a_job_is_refused() -> None:
+    with pytest.raises(InputError, match="no TensorFlowJob"):
+        jobs_from_yaml("---\n")

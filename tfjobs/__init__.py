@@ -1,0 +1,37 @@
+"""The tools of the people who train: a Python client and the `kubectl tfjob` plugin for TensorFlowJobs.
+
+    from tfjobs import TfJobClient
+    client = TfJobClient.connect()
+    client.create_from_file("mnist.yaml", overrides={"worker.replicas": 4})
+    client.wait_for("mnist", "Running")
+    for line in client.logs("mnist", follow=True):
+        print(line.prefix, line.text)
+
+Modules, one concept each: `client` (TfJobClient and its errors), `cli` (the `kubectl-tfjob`
+plugin), `logs` (every pod's log as one prefixed stream, followed across pod restarts),
+`watching` (a job and its pods kept current by the operator's informers), `progress` (the one-line
+state of a job), `describe` (why a pod is pending or failing), `jobview` (a job and its pods as a
+person reads them), `selectors` (Argo's successCondition/failureCondition evaluator), `manifests`
+(reading job files, `--set` overrides), `kubeconfig` (kubectl's default namespace), `tables` and
+`durations` (kubectl-style output and input). API access goes through the `kube` package only;
+the rules (labels, what a pod's status means, TF_CONFIG) are the operator's own. See docs/using.md.
+"""
+
+from tfjobs.client import STATES, JobFailed, JobNotFound, TfJobClient, TfJobError, WaitTimeout
+from tfjobs.logs import LogLine
+from tfjobs.progress import Progress, RoleProgress
+from tfjobs.selectors import Conditions, SelectorError
+
+__all__ = [
+    "STATES",
+    "Conditions",
+    "JobFailed",
+    "JobNotFound",
+    "LogLine",
+    "Progress",
+    "RoleProgress",
+    "SelectorError",
+    "TfJobClient",
+    "TfJobError",
+    "WaitTimeout",
+]

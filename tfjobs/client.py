@@ -1,0 +1,337 @@
+"""`TfJobClient`: submit, watch, read and manage TensorFlowJobs from Python (a notebook, a pipeline step).
+
+    from tfjobs import TfJobClient
+
+    client = TfJobClient.connect()                      # kubeconfig (or in-cluster), its namespace
+    job = client.create_from_file("mnist.yaml", overrides={"worker.replicas": 4})
+    client.wait_for(job["metadata"]["name"], "Running", timeout=600)
+    for line in client.logs("mnist", follow=True):      # every pod, as it writes, until the end
+        print(f"[{line.prefix}] {line.text}")
+    client.wait_for("mnist")                            # Succeeded, else JobFailed / WaitTimeout
+
+Everything goes through the project's API client (`kube.Kube`), on raw JSON dicts: what `get`
+returns is exactly what `kubectl get -o json` shows. Waiting and following use watches (the
+operator's informers), never a polling loop. Errors: `JobNotFound` (also when a job is deleted
+while waited on), `JobFailed` (it ended without reaching what was waited for, or a failure
+condition matched), `WaitTimeout` (a `TimeoutError`); anything else the API refuses is a
+`kube.ApiError`. `kubectl tfjob` is built on this class.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
+
+from controller.job import conditions
+from controller.job.labels import GROUP, KIND, PLURAL, VERSION
+from kube import ApiError, Kube, resource_path
+from tfconfig import ROLES
+from tfjobs.durations import parse_duration, parse_time
+from tfjobs.jobview import FINISHED_STATES, job_state, roles, state_detail
+from tfjobs.kubeconfig import default_namespace, kubeconfig_paths
+from tfjobs.logs import ErrorSink, LogFollower, LogLine, pod_selector, read_logs
+from tfjobs.manifests import apply_overrides, jobs_from_documents, jobs_from_yaml, load_jobs
+from tfjobs.progress import Progress, progress
+from tfjobs.selectors import Conditions
+from tfjobs.watching import JobWatch
+
+__all__ = ["STATES", "JobFailed", "JobNotFound", "TfJobClient", "TfJobError", "WaitTimeout"]
+
+STATES = tuple(reversed(conditions.STATE_PRECEDENCE))
+"""The states a job can be in (`status.state`: Created, ..., Running, ..., Failed), which
+`wait_for` can wait for: the operator's own list."""
+
+
+class TfJobError(Exception):
+    """Base class of this module's errors."""
+
+
+class JobNotFound(TfJobError, LookupError):
+    """No TensorFlowJob of that name in the namespace (or it was deleted while waited on)."""
+
+
+class JobFailed(TfJobError):
+    """The job ended without reaching what was waited for, or a failure condition matched.
+    `job` is the job as last seen, `state` its state, `reason` why the wait failed."""
+
+    def __init__(self, message: str, job: Mapping[str, Any], reason: str = "") -> None:
+        super().__init__(message)
+        self.job = job
+        self.state = job_state(job)
+        self.reason = reason
+
+
+class WaitTimeout(TfJobError, TimeoutError):
+    """The wait timed out; `job` is the job as last seen."""
+
+    def __init__(self, message: str, job: Mapping[str, Any] | None) -> None:
+        super().__init__(message)
+        self.job = job
+
+
+def _seconds(value: float | str | None) -> float | None:
+    return parse_duration(value) if isinstance(value, str) else value
+
+
+class TfJobClient:
+    """TensorFlowJobs in one default namespace (every method takes `namespace=` to use another)."""
+
+    def __init__(self, kube: Kube, namespace: str = "default") -> None:
+        self.kube = kube
+        self.namespace = namespace
+
+    @classmethod
+    def connect(cls, kubeconfig: str | None = None, context: str | None = None,
+                namespace: str | None = None) -> TfJobClient:
+        """A client as kubectl would be configured: the kubeconfig (`kubeconfig`, else $KUBECONFIG,
+        else ~/.kube/config) and its context's namespace; in a pod without one, the pod's
+        ServiceAccount and namespace."""
+        paths = kubeconfig_paths(kubeconfig)
+        if kubeconfig or paths:  # the files as of now ($KUBECONFIG may have changed since start)
+            kube = Kube.from_kubeconfig(os.pathsep.join(map(str, paths)) or kubeconfig, context, pool_size=8)
+        else:
+            kube = Kube.in_cluster(pool_size=8)
+        return cls(kube, namespace or default_namespace(kubeconfig, context))
+
+    def close(self) -> None:
+        self.kube.close()
+
+    def __enter__(self) -> TfJobClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # --- paths ----------------------------------------------------------------------------------
+
+    def _ns(self, namespace: str | None) -> str:
+        return namespace or self.namespace
+
+    def path(self, name: str | None = None, *, namespace: str | None = None, all_namespaces: bool = False) -> str:
+        """The REST path of the job collection (or of one job)."""
+        return resource_path(GROUP, VERSION, PLURAL, None if all_namespaces else self._ns(namespace), name)
+
+    # --- create ---------------------------------------------------------------------------------
+
+    def create(self, job: Mapping[str, Any], *, namespace: str | None = None, name: str | None = None,
+               overrides: Iterable[str] | Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Create a TensorFlowJob from a dict; return it as the server stored it.
+
+        `overrides` are `--set`-style changes (`{"worker.replicas": 8}` or `["worker.replicas=8"]`,
+        paths relative to `spec`). `name` replaces the manifest's name (a manifest may also use
+        `metadata.generateName`). The namespace is `namespace`, else the manifest's, else the client's.
+        """
+        body = apply_overrides(jobs_from_documents([job], "job")[0], overrides or ())
+        metadata = body.setdefault("metadata", {})
+        if name:
+            metadata["name"] = name
+            metadata.pop("generateName", None)
+        if not metadata.get("name") and not metadata.get("generateName"):
+            raise ValueError("the job needs metadata.name (or metadata.generateName, or name=)")
+        target = namespace or metadata.get("namespace") or self.namespace
+        metadata["namespace"] = target
+        return self.kube.create(self.path(namespace=target), body)
+
+    def create_from_yaml(self, text: str, **options: Any) -> dict[str, Any]:
+        """`create` from YAML (or JSON) text holding exactly one TensorFlowJob."""
+        return self.create(self._single(jobs_from_yaml(text), "the YAML"), **options)
+
+    def create_from_file(self, path: str, **options: Any) -> dict[str, Any]:
+        """`create` from a YAML/JSON file (`-`: standard input) holding exactly one TensorFlowJob."""
+        return self.create(self._single(load_jobs(str(path)), str(path)), **options)
+
+    @staticmethod
+    def _single(jobs: list[dict[str, Any]], source: str) -> dict[str, Any]:
+        if len(jobs) != 1:
+            raise ValueError(f"{source} holds {len(jobs)} TensorFlowJobs; create them one by one")
+        return jobs[0]
+
+    # --- read -----------------------------------------------------------------------------------
+
+    def get(self, name: str, *, namespace: str | None = None) -> dict[str, Any]:
+        """The job; JobNotFound when there is none."""
+        try:
+            return self.kube.get(self.path(name, namespace=namespace))
+        except ApiError as error:
+            if error.not_found:
+                raise JobNotFound(f'tensorflowjobs.{GROUP} "{name}" not found in namespace '
+                                  f'{self._ns(namespace)}') from error
+            raise
+
+    def list(self, *, namespace: str | None = None, all_namespaces: bool = False,
+             label_selector: str | None = None) -> list[dict[str, Any]]:
+        """The jobs of the namespace (or of every namespace), by namespace and name."""
+        answer = self.kube.list(self.path(namespace=namespace, all_namespaces=all_namespaces),
+                                label_selector=label_selector)
+        items = answer.get("items") or []
+        for item in items:  # a List's items carry no kind
+            item.setdefault("apiVersion", f"{GROUP}/{VERSION}")
+            item.setdefault("kind", KIND)
+        return sorted(items, key=lambda j: (j["metadata"].get("namespace", ""), j["metadata"]["name"]))
+
+    def state(self, name: str, *, namespace: str | None = None) -> str:
+        """The job's state: Created, Running, Restarting, Succeeded, Failed, Suspended ('' if unseen)."""
+        return job_state(self.get(name, namespace=namespace))
+
+    def pods(self, name: str, *, namespace: str | None = None, role: str | None = None,
+             index: int | None = None) -> list[dict[str, Any]]:
+        """The job's pods (optionally of one role / index), by name."""
+        answer = self.kube.list(resource_path("", "v1", "pods", self._ns(namespace)),
+                                label_selector=pod_selector(name, role, index))
+        return sorted(answer.get("items") or [], key=lambda p: p["metadata"]["name"])
+
+    def events(self, name: str, *, namespace: str | None = None,
+               pods: Iterable[Mapping[str, Any]] | None = None) -> list[dict[str, Any]]:
+        """Events of the job and of its pods (`pods`, else the current ones), oldest first."""
+        ns = self._ns(namespace)
+        path = resource_path("", "v1", "events", ns)
+        found = self.kube.list(path, field_selector=f"involvedObject.kind={KIND},involvedObject.name={name}")
+        events = list(found.get("items") or [])
+        names = {p["metadata"]["name"] for p in (pods if pods is not None else self.pods(name, namespace=ns))}
+        slot = re.compile(rf"^{re.escape(name)}-({'|'.join(ROLES)})-\d+$")  # pods gone by now too
+        pod_events = self.kube.list(path, field_selector="involvedObject.kind=Pod").get("items") or []
+        events += [e for e in pod_events if (e.get("involvedObject") or {}).get("name") in names
+                   or slot.match((e.get("involvedObject") or {}).get("name") or "")]
+        return sorted(events, key=event_time)
+
+    # --- wait -----------------------------------------------------------------------------------
+
+    def wait_for(self, name: str, state: str | Iterable[str] = conditions.SUCCEEDED, *,
+                 success: str | None = None, failure: str | None = None, timeout: float | str | None = None,
+                 on_progress: Callable[[Progress], None] | None = None, progress_interval: float = 1.0,
+                 namespace: str | None = None) -> dict[str, Any]:
+        """Wait until the job is in `state` (one or several of STATES); return the job then.
+
+        With `success` (an Argo-style condition such as `status.state == Succeeded`, see
+        `tfjobs.selectors`) that condition is the goal instead; `failure` ends the wait with
+        JobFailed as soon as it matches. In any case a job that finished (Succeeded or Failed)
+        without reaching the goal raises JobFailed, a deleted job JobNotFound, and after `timeout`
+        (seconds, or a duration like "10m") WaitTimeout. `on_progress` is called with a `Progress`
+        whenever the job or its pods change, and at least every `progress_interval` seconds.
+        """
+        wanted = (state,) if isinstance(state, str) else tuple(state)
+        unknown = [s for s in wanted if s not in STATES]
+        if unknown or not wanted:
+            raise ValueError(f"unknown state {', '.join(unknown) or '(none)'}; choose from {', '.join(STATES)}")
+        checks = Conditions.parse(success, failure)
+        limit = _seconds(timeout)
+        ns = self._ns(namespace)
+        job = self.get(name, namespace=ns)  # fails fast: not found, forbidden, no CRD
+        if on_progress is not None:
+            self.pods(name, namespace=ns)  # and when the pods cannot be read
+        started = time.monotonic()
+        last: Progress | None = None
+        last_shown = 0.0
+        with JobWatch(self.kube, ns, name, pods=on_progress is not None).start() as watch:
+            while True:
+                seen = watch.job()
+                if seen is None:
+                    raise JobNotFound(f'tensorflowjobs.{GROUP} "{name}" was deleted while waiting for it')
+                job = seen
+                waited = time.monotonic() - started
+                if on_progress is not None:
+                    current = progress(job, watch.pods(), waited)
+                    if not current.same_as(last) or waited - last_shown >= progress_interval:
+                        on_progress(current)
+                        last, last_shown = current, waited
+                verdict = _verdict(job, wanted, checks, success is not None)
+                if verdict == "reached":
+                    return job
+                if verdict is not None:
+                    raise JobFailed(f'tensorflowjob "{name}" {verdict}', job, verdict)
+                if limit is not None and waited >= limit:
+                    goal = success or " or ".join(wanted)
+                    raise WaitTimeout(f'timed out after {limit:g}s waiting for tensorflowjob "{name}" to be '
+                                      f'{goal} (it is {job_state(job) or "not started"})', job)
+                version = watch.version
+                pause = None if limit is None else max(limit - waited, 0.0)
+                if on_progress is not None:
+                    pause = progress_interval if pause is None else min(pause, progress_interval)
+                watch.wait(lambda v=version: watch.version != v, pause)
+
+    # --- logs -----------------------------------------------------------------------------------
+
+    def logs(self, name: str, *, follow: bool = False, role: str | None = None, index: int | None = None,
+             container: str | None = None, all_containers: bool = False, since: float | str | None = None,
+             tail: int | None = None, on_error: ErrorSink | None = None,
+             namespace: str | None = None) -> Iterator[LogLine]:
+        """The lines of the job's pods (the TensorFlow container unless `container` / `all_containers`),
+        each with its slot as `prefix` (`worker-1`).
+
+        Without `follow`: what is there now, merged in time order. With `follow`: lines as they are
+        written, pods followed as they come and go (a recreated pod continues under its slot's
+        prefix), until the job has finished and every pod's log is read; closing the iterator stops
+        early. `since` (seconds or "5m") and `tail` (lines) apply to the pods there at the start.
+        `on_error` receives a message for a log that cannot be read (e.g. a container not started).
+        """
+        ns = self._ns(namespace)
+        self.get(name, namespace=ns)
+        pods = self.pods(name, namespace=ns, role=role, index=index)  # fails fast when pods cannot be read
+        since_seconds = None if since is None else max(1, math.ceil(_seconds(since) or 0))
+        if not follow:
+            yield from read_logs(self.kube, ns, pods, container=container, all_containers=all_containers,
+                                 since_seconds=since_seconds, tail_lines=tail, on_error=on_error)
+            return
+        with LogFollower(self.kube, ns, name, role=role, index=index, container=container,
+                         all_containers=all_containers, since_seconds=since_seconds, tail_lines=tail,
+                         on_error=on_error) as follower:
+            yield from follower
+
+    # --- change ---------------------------------------------------------------------------------
+
+    def scale(self, name: str, replicas: int, *, role: str = "worker", namespace: str | None = None) -> dict[str, Any]:
+        """Set the replicas of one role (default: worker); return the job as stored."""
+        if replicas < 0:
+            raise ValueError("replicas must be 0 or more")
+        job = self.get(name, namespace=namespace)
+        if role not in roles(job):
+            have = ", ".join(roles(job)) or "none"
+            raise ValueError(f'tensorflowjob "{name}" has no {role} role to scale (it has: {have})')
+        return self.kube.patch(self.path(name, namespace=namespace), {"spec": {role: {"replicas": replicas}}})
+
+    def delete(self, name: str, *, namespace: str | None = None, wait: bool = False,
+               timeout: float | str | None = 60.0) -> None:
+        """Delete the job (its pods and Service go by garbage collection); with `wait`, return once
+        it is gone (WaitTimeout after `timeout`)."""
+        ns = self._ns(namespace)
+        try:
+            self.kube.delete(self.path(name, namespace=ns), propagation="Background")
+        except ApiError as error:
+            if error.not_found:
+                raise JobNotFound(f'tensorflowjobs.{GROUP} "{name}" not found in namespace {ns}') from error
+            raise
+        if wait:
+            limit = _seconds(timeout)
+            with JobWatch(self.kube, ns, name, pods=False).start() as watch:
+                if watch.wait(lambda: watch.job() is None, limit) is None:
+                    raise WaitTimeout(f'timed out after {limit:g}s waiting for tensorflowjob "{name}" to be deleted',
+                                      watch.job())
+
+
+def _verdict(job: Mapping[str, Any], wanted: tuple[str, ...], checks: Conditions, by_condition: bool) -> str | None:
+    """'reached', a reason the wait failed, or None to keep waiting."""
+    failed = checks.failed(job)
+    if failed is not None:
+        return f"matched the failure condition {failed}"
+    if (checks.succeeded(job) if by_condition else job_state(job) in wanted):
+        return "reached"
+    current = job_state(job)
+    if current in FINISHED_STATES:
+        detail = state_detail(job)
+        return f"ended {current}" + (f" ({detail})" if detail else "")
+    return None
+
+
+def event_time(event: Mapping[str, Any]) -> str:
+    """When an event last happened (core/v1 or events.k8s.io fields), for sorting; '' if unknown."""
+    series = event.get("series") or {}
+    for value in (series.get("lastObservedTime"), event.get("lastTimestamp"), event.get("eventTime"),
+                  event.get("firstTimestamp"), (event.get("metadata") or {}).get("creationTimestamp")):
+        moment = parse_time(value)
+        if moment is not None:
+            return moment.isoformat()
+    return ""

@@ -1,0 +1,155 @@
+"""`kubectl tfjob describe`: one job, its roles, every pod, and why anything is pending or failing.
+
+`kubectl describe tensorflowjob` shows the object and the job's events; the question a person
+training asks is different: *which pod is stuck, and why?* So this view lists every slot of every
+role (a slot without its pod says so), each pod's phase, node, restarts, TF_CONFIG task and age,
+then the problems in the words of whoever decided — the scheduler's message for a pending pod
+(`persistentvolumeclaim "data" not found`), the kubelet's for a waiting or failed container, the
+operator's for a job that cannot run (a quota, a name conflict, a queue) — and the last events of
+the job and its pods. Pure: dicts and the current time in, text out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from controller.job import conditions, podstate
+from tfjobs.durations import age_since
+from tfjobs.jobview import (
+    FINISHED_STATES,
+    job_state,
+    pod_problem,
+    pod_status,
+    pod_task,
+    pods_by_slot,
+    roles,
+    slot_name,
+    state_detail,
+)
+from tfjobs.tables import table
+
+__all__ = ["EVENTS_SHOWN", "describe", "job_problems"]
+
+EVENTS_SHOWN = 20
+
+
+_FINE = (conditions.CREATED, conditions.RUNNING, conditions.SUCCEEDED)
+
+
+def job_problems(job: Mapping[str, Any]) -> list[str]:
+    """What the job's conditions say is wrong: every True condition but Created, Running and
+    Succeeded (failed, suspended and why: a queue; restarting; pods pending and why), and Running
+    False for a reason the operator reported (QuotaExceeded, NameConflict)."""
+    found = []
+    state = job_state(job)
+    for item in (job.get("status") or {}).get("conditions") or []:
+        kind, status = item.get("type"), item.get("status")
+        words = ": ".join(x for x in (item.get("reason"), item.get("message")) if x)
+        if status == "True" and kind not in _FINE:
+            found.append(f"{kind}: {words}" if words else str(kind))
+        elif (kind == conditions.RUNNING and status == "False" and words and state not in FINISHED_STATES
+              and state not in (conditions.SUSPENDED, conditions.RESTARTING)):
+            found.append(f"not running: {words}")
+    return found
+
+
+def _event_row(event: Mapping[str, Any], now: datetime) -> list[str]:
+    involved = event.get("involvedObject") or {}
+    series = event.get("series") or {}
+    when = series.get("lastObservedTime") or event.get("lastTimestamp") or event.get("eventTime") \
+        or (event.get("metadata") or {}).get("creationTimestamp")
+    count = int(series.get("count") or event.get("count") or 1)
+    kind = "tfjob" if involved.get("kind") == "TensorFlowJob" else str(involved.get("kind", "")).lower()
+    age = age_since(when, now) + (f" (x{count})" if count > 1 else "")
+    return [age, event.get("type") or "", event.get("reason") or "", f"{kind}/{involved.get('name', '')}",
+            " ".join(str(event.get("message") or event.get("note") or "").split())]
+
+
+def describe(job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], events: Iterable[Mapping[str, Any]],
+             now: datetime | None = None) -> str:
+    """The text of `kubectl tfjob describe` (events oldest first; the last EVENTS_SHOWN are shown)."""
+    now = now or datetime.now(UTC)
+    metadata, spec, status = job.get("metadata") or {}, job.get("spec") or {}, job.get("status") or {}
+    state = job_state(job)
+    detail = state_detail(job)
+    created = metadata.get("creationTimestamp")
+    lines = [
+        f"Name:         {metadata.get('name', '')}",
+        f"Namespace:    {metadata.get('namespace', '')}",
+        f"State:        {state or '<none> (not seen by the operator yet)'}" + (f" - {detail}" if detail else ""),
+        f"Created:      {created or '<unknown>'} ({age_since(created, now)} ago)",
+        f"Started:      {status.get('startTime') or '<none>'}",
+        f"Completed:    {status.get('completionTime') or '<none>'}",
+        f"Restarts:     {status.get('restartCount', 0)} (backoffLimit {spec.get('backoffLimit', 6)})",
+    ]
+    if spec.get("suspend"):
+        lines.append("Suspend:      true")
+    lines.append("")
+
+    found = (status.get("conditions") or [])
+    if found:
+        lines.append("Conditions:")
+        lines.append(table(["TYPE", "STATUS", "REASON", "AGE", "MESSAGE"],
+                           [[c.get("type", ""), c.get("status", ""), c.get("reason", ""),
+                             age_since(c.get("lastTransitionTime"), now), c.get("message", "")] for c in found],
+                           indent="  "))
+        lines.append("")
+
+    desired = roles(job)
+    replica_statuses = status.get("replicaStatuses") or {}
+    lines.append("Roles:")
+    lines.append(table(["ROLE", "REPLICAS", "ACTIVE", "SUCCEEDED", "FAILED", "RESTART POLICY"],
+                       [[role, count, (replica_statuses.get(role) or {}).get("active", 0),
+                         (replica_statuses.get(role) or {}).get("succeeded", 0),
+                         (replica_statuses.get(role) or {}).get("failed", 0),
+                         (spec.get(role) or {}).get("restartPolicy", "OnFailure")] for role, count in desired.items()],
+                       indent="  "))
+    lines.append("")
+
+    pod_list = list(pods)
+    by_slot = pods_by_slot(pod_list)
+    expect_pods = state not in FINISHED_STATES and state != conditions.SUSPENDED and not spec.get("suspend")
+    rows, problems = [], []
+    slots = sorted({*((role, i) for role, count in desired.items() for i in range(count)), *by_slot},
+                   key=lambda s: (list(desired).index(s[0]) if s[0] in desired else 99, s[1]))
+    for slot in slots:
+        name = slot_name(*slot)
+        here = sorted(by_slot.get(slot, []), key=lambda p: podstate.is_terminating(p))
+        if not here:
+            if expect_pods:
+                rows.append([name, "-", "missing", "", "", "", ""])
+            continue
+        for pod in here:
+            rows.append([name, podstate.name(pod), pod_status(pod), podstate.node_name(pod) or "<none>",
+                         podstate.container_restarts(pod), pod_task(pod) or "<none>",
+                         age_since((pod.get("metadata") or {}).get("creationTimestamp"), now)])
+            problem = pod_problem(pod)
+            if problem:
+                problems.append(f"{name} ({podstate.name(pod)}, {pod_status(pod)}): {problem}")
+    others = [p for p in pod_list if podstate.slot(p) is None]
+    for pod in others:
+        rows.append(["<stray>", podstate.name(pod), pod_status(pod), podstate.node_name(pod) or "<none>",
+                     podstate.container_restarts(pod), pod_task(pod) or "<none>",
+                     age_since((pod.get("metadata") or {}).get("creationTimestamp"), now)])
+    lines.append("Pods:")
+    if rows:
+        lines.append(table(["SLOT", "POD", "STATUS", "NODE", "RESTARTS", "TASK", "AGE"], rows, indent="  "))
+    else:
+        lines.append("  <none>")
+    lines.append("")
+
+    everything = job_problems(job) + problems
+    lines.append("Problems:")
+    lines += [f"  {p}" for p in everything] or ["  <none>"]
+    lines.append("")
+
+    shown = list(events)[-EVENTS_SHOWN:]
+    lines.append("Events:")
+    if shown:
+        lines.append(table(["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"],
+                           [_event_row(e, now) for e in shown], indent="  "))
+    else:
+        lines.append("  <none>")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,159 @@
+"""Job manifests for `submit` and `create`: read them, pick the TensorFlowJobs, apply `--set` overrides.
+
+Files are read with the operator's own reader (`controller.process.documents`: one clear error for
+an unreadable or invalid file, `kind: List` unwrapped); YAML text and dicts are accepted as well.
+`--set worker.replicas=8` changes one field: the path is relative to `spec` unless it starts with
+`spec.` or `metadata.`, list items are addressed as `containers[0]`, and the value is read as a
+YAML scalar (`8` is a number, `true` a boolean, `null` removes the field).
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import yaml
+
+from controller.job.labels import API_VERSION, KIND
+from controller.process.documents import InputError, describe, load_documents
+
+__all__ = ["InputError", "apply_overrides", "jobs_from_documents", "jobs_from_yaml", "load_jobs", "parse_override",
+           "set_path"]
+
+
+def jobs_from_documents(documents: Iterable[Any], source: str) -> list[dict[str, Any]]:
+    """The TensorFlowJobs among `documents` (deep copies); InputError when there is none or a
+    document is something else."""
+    jobs = []
+    for position, doc in enumerate(documents, 1):
+        if not isinstance(doc, Mapping):
+            raise InputError(f"{source}: {describe(doc, position)} is not a mapping")
+        if doc.get("kind") != KIND or doc.get("apiVersion") != API_VERSION:
+            raise InputError(f"{source}: {describe(doc, position)} is a {doc.get('apiVersion')}/{doc.get('kind')}, "
+                             f"not a {API_VERSION}/{KIND}")
+        jobs.append(copy.deepcopy(dict(doc)))
+    if not jobs:
+        raise InputError(f"{source}: no TensorFlowJob found")
+    return jobs
+
+
+def load_jobs(path: str) -> list[dict[str, Any]]:
+    """The TensorFlowJobs of a YAML/JSON file (`-`: standard input)."""
+    return jobs_from_documents(load_documents(path), path)
+
+
+def jobs_from_yaml(text: str) -> list[dict[str, Any]]:
+    """The TensorFlowJobs of YAML (or JSON) text."""
+    try:
+        documents = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as error:
+        raise InputError(f"not valid YAML: {str(error).splitlines()[0]}") from error
+    flat: list[Any] = []
+    for doc in documents:
+        if isinstance(doc, Mapping) and doc.get("kind") == "List" and isinstance(doc.get("items"), list):
+            flat.extend(doc["items"])
+        else:
+            flat.append(doc)
+    return jobs_from_documents(flat, "YAML")
+
+
+def _path_steps(path: str) -> list[str | int]:
+    """`worker.template.spec.containers[0].image` → its keys and indexes; `\\.` is a literal dot
+    (annotation keys: `metadata.annotations.example\\.com/owner`)."""
+    steps: list[str | int] = []
+    key, i, escaped, pending = "", 0, False, False
+    while i < len(path):
+        ch = path[i]
+        if escaped:
+            key, escaped = key + ch, False
+        elif ch == "\\":
+            escaped = True
+        elif ch == ".":
+            if not key and not pending:
+                raise ValueError("an empty key")
+            if key:
+                steps.append(key)
+            key, pending = "", False
+        elif ch == "[":
+            close = path.find("]", i)
+            if close < 0 or not path[i + 1:close].isdigit():
+                raise ValueError("an index must be [number]")
+            if key:
+                steps.append(key)
+            elif not steps:
+                raise ValueError("an index needs a list before it")
+            steps.append(int(path[i + 1:close]))
+            key, pending, i = "", True, close
+        else:
+            key += ch
+        i += 1
+    if key:
+        steps.append(key)
+    elif not pending or escaped:
+        raise ValueError("an empty key")
+    return steps
+
+
+def parse_override(text: str) -> tuple[list[str | int], Any]:
+    """`worker.replicas=8` → (['spec', 'worker', 'replicas'], 8)."""
+    path, sep, raw = text.partition("=")
+    path = path.strip()
+    if not sep or not path:
+        raise InputError(f"--set {text!r}: expected PATH=VALUE, e.g. worker.replicas=8")
+    try:
+        steps = _path_steps(path)
+    except ValueError as error:
+        raise InputError(f"--set {text!r}: cannot read the path {path!r}: {error}") from error
+    if not isinstance(steps[0], str):
+        raise InputError(f"--set {text!r}: the path must start with a field name")
+    if steps[0] not in ("spec", "metadata"):
+        steps.insert(0, "spec")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else raw
+    except yaml.YAMLError:
+        value = raw
+    return steps, value
+
+
+def set_path(document: dict[str, Any], steps: list[str | int], value: Any) -> None:
+    """Set (or, with None, remove) the field at `steps`, creating mappings on the way."""
+    where: Any = document
+    for step, following in itertools.pairwise(steps):
+        if isinstance(step, int):
+            if not isinstance(where, list) or step >= len(where):
+                raise InputError(f"--set: no item [{step}] at {'.'.join(map(str, steps))}")
+            where = where[step]
+            continue
+        if not isinstance(where, dict):
+            raise InputError(f"--set: {step!r} is not inside a mapping at {'.'.join(map(str, steps))}")
+        if where.get(step) is None:
+            if isinstance(following, int):
+                raise InputError(f"--set: {step} is not a list at {'.'.join(map(str, steps))}")
+            where[step] = {}
+        where = where[step]
+    last = steps[-1]
+    if isinstance(last, int):
+        if not isinstance(where, list) or last >= len(where):
+            raise InputError(f"--set: no item [{last}] at {'.'.join(map(str, steps))}")
+        where[last] = value
+    elif not isinstance(where, dict):
+        raise InputError(f"--set: {last!r} is not inside a mapping")
+    elif value is None:
+        where.pop(last, None)
+    else:
+        where[last] = value
+
+
+def apply_overrides(job: Mapping[str, Any], overrides: Iterable[str] | Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of `job` with `--set`-style overrides (strings `PATH=VALUE`, or a mapping of PATH to
+    value) applied in order."""
+    result = copy.deepcopy(dict(job))
+    for item in overrides.items() if isinstance(overrides, Mapping) else overrides:
+        if isinstance(item, str):
+            steps, value = parse_override(item)
+        else:
+            steps, value = parse_override(f"{item[0]}=")[0], item[1]
+        set_path(result, steps, value)
+    return result
