@@ -55,6 +55,7 @@ COPY controller/ controller/
 COPY informers/ informers/
 COPY workqueue/ workqueue/
 COPY tfconfig/ tfconfig/
+COPY tfheartbeat/ tfheartbeat/
 RUN python -m venv /opt/venv \
  && /opt/venv/bin/pip install --constraint constraints.txt . \
  && /opt/venv/bin/pip uninstall --yes pip \

@@ -35,7 +35,7 @@ import sys
 import threading
 import types
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import urllib3
@@ -44,7 +44,7 @@ from kube.clock import REAL_CLOCK, Clock
 from kube.errors import FENCED_REASON, ApiError, ConfigError
 from kube.paths import ParsedPath, parse_path, query_pairs, request_verb, resource_path
 from kube.throttle import TokenBucket
-from kube.watch import WatchStream
+from kube.watch import TextStream, WatchStream
 
 
 def _import_client_core() -> tuple[Any, Any]:
@@ -551,57 +551,6 @@ class Kube:
         if result is None:
             raise ApiError(0, "InvalidResponse", "empty response body", method=method, path=path)
         return result
-
-
-class TextStream(WatchStream):
-    """The lines (str, without their newline) of a streamed text response, such as a pod's log.
-
-    Built on `WatchStream` for what matters with a stream that may stay open: `close()` from any
-    thread ends a blocked read at once, and a broken connection or the read timeout raises
-    ApiError (status 0). Unlike watch lines, empty lines are kept and nothing is decoded as JSON;
-    bytes that are not UTF-8 are replaced. Iteration ends when the server ends the response (a log
-    without `follow`) or after `close()`.
-    """
-
-    def _iter_events(self) -> Iterator[str]:  # type: ignore[override]
-        with self._lock:
-            if self._closed:
-                return
-            self._reading = True
-        try:
-            pending = b""
-            for chunk in self._response.stream(amt=None, decode_content=True):
-                if self._closed:
-                    return
-                if isinstance(chunk, str):
-                    chunk = chunk.encode("utf-8")
-                pending += chunk
-                if b"\n" not in chunk:
-                    continue
-                *lines, pending = pending.split(b"\n")
-                for line in lines:
-                    yield line.decode("utf-8", errors="replace")
-            if pending and not self._closed:
-                yield pending.decode("utf-8", errors="replace")
-        except ApiError:
-            if not self._closed:
-                raise
-        except (urllib3.exceptions.HTTPError, OSError, ValueError, AttributeError) as exc:
-            if not self._closed:
-                raise ApiError.from_transport(exc, method=self._method, path=self._path) from exc
-        finally:
-            with self._lock:
-                self._reading = False
-            self._release()
-
-    def __next__(self) -> str:  # type: ignore[override]
-        return next(self._events)  # type: ignore[return-value]
-
-    def __iter__(self) -> Iterator[str]:  # type: ignore[override]
-        return self
-
-    def __enter__(self) -> TextStream:
-        return self
 
 
 def _copy_configuration(configuration: Any) -> Any:

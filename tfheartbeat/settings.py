@@ -1,7 +1,7 @@
 """Where the heartbeat goes, read from the environment the operator sets in a container with a stall
 rule (docs/production.md), so training code needs no configuration of its own.
 
-The names are the operator's (`controller/job/stall.py`); a test keeps the two in step. This package
+The operator injects these names (`controller/job/stall.py` imports them from here). This package
 imports nothing of the operator: it runs inside training images, with the standard library only.
 """
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
+from controller.job.timeutil import parse_time
+
 __all__ = ["age", "age_since", "elapsed", "parse_duration", "parse_time"]
 
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
@@ -58,16 +60,6 @@ def elapsed(seconds: float) -> str:
     if minutes:
         return f"{minutes}m{secs:02d}s"
     return f"{secs}s"
-
-
-def parse_time(text: str | None) -> datetime | None:
-    """A Kubernetes timestamp (RFC 3339, `Z` or an offset, optional fraction), or None."""
-    if not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 def age_since(timestamp: str | None, now: datetime | None = None) -> str:

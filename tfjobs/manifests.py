@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from controller.job.labels import API_VERSION, KIND
-from controller.process.documents import InputError, describe, load_documents
+from controller.process.documents import InputError, describe, load_documents, parse_documents
 
 __all__ = ["InputError", "apply_overrides", "jobs_from_documents", "jobs_from_yaml", "load_jobs", "parse_override",
            "set_path"]
@@ -46,17 +46,7 @@ def load_jobs(path: str) -> list[dict[str, Any]]:
 
 def jobs_from_yaml(text: str) -> list[dict[str, Any]]:
     """The TensorFlowJobs of YAML (or JSON) text."""
-    try:
-        documents = [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as error:
-        raise InputError(f"not valid YAML: {str(error).splitlines()[0]}") from error
-    flat: list[Any] = []
-    for doc in documents:
-        if isinstance(doc, Mapping) and doc.get("kind") == "List" and isinstance(doc.get("items"), list):
-            flat.extend(doc["items"])
-        else:
-            flat.append(doc)
-    return jobs_from_documents(flat, "YAML")
+    return jobs_from_documents(parse_documents(text, "YAML"), "YAML")
 
 
 def _path_steps(path: str) -> list[str | int]:

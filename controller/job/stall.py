@@ -24,13 +24,17 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-HEARTBEAT_FILE_ENV = "TFJOB_HEARTBEAT_FILE"
-HEARTBEAT_PORT_ENV = "TFJOB_HEARTBEAT_PORT"
-HEARTBEAT_PATH_ENV = "TFJOB_HEARTBEAT_PATH"
-STALL_TIMEOUT_ENV = "TFJOB_STALL_TIMEOUT_SECONDS"
+# The environment the heartbeat helper reads: one definition, the helper's (it imports nothing of
+# the operator, since it runs inside training images).
+from tfheartbeat.settings import (
+    DEFAULT_FILE,
+    DEFAULT_HTTP_PATH,
+    HEARTBEAT_FILE_ENV,
+    HEARTBEAT_PATH_ENV,
+    HEARTBEAT_PORT_ENV,
+    STALL_TIMEOUT_ENV,
+)
 
-DEFAULT_FILE = "/tmp/tfjob-heartbeat"
-DEFAULT_HTTP_PATH = "/healthz"
 DEFAULT_TIMEOUT = 600
 DEFAULT_STARTUP = 600
 

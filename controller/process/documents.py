@@ -17,21 +17,27 @@ class InputError(Exception):
 
 
 def load_documents(path: str) -> list[Any]:
+    """The documents of a file (`-`: stdin)."""
     try:
         text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()  # noqa: SIM115
     except OSError as error:
         raise InputError(f"{path}: cannot read: {error.strerror or error}") from error
     except UnicodeDecodeError as error:
         raise InputError(f"{path}: not a text file ({error.reason})") from error
+    return parse_documents(text, path)
+
+
+def parse_documents(text: str, source: str) -> list[Any]:
+    """The documents of YAML (or JSON) text, a `kind: List` unwrapped; `source` names it in errors."""
     try:
         documents = [doc for doc in yaml.safe_load_all(text) if doc is not None]
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-        raise InputError(f"{path}: not valid YAML{where}: {problem}") from error
+        raise InputError(f"{source}: not valid YAML{where}: {problem}") from error
     if not documents:
-        raise InputError(f"{path}: no documents found")
+        raise InputError(f"{source}: no documents found")
     # A `kind: List` wrapper (what `kubectl get -o yaml` prints) is unwrapped.
     flat: list[Any] = []
     for doc in documents:

@@ -69,13 +69,6 @@ def test_age_counts_from_the_last_beat(clock: FakeClock) -> None:
 # ---- the operator's environment -----------------------------------------------------------------------
 
 
-def test_the_helper_reads_the_variables_the_operator_sets() -> None:
-    assert (settings.HEARTBEAT_FILE_ENV, settings.HEARTBEAT_PORT_ENV, settings.HEARTBEAT_PATH_ENV,
-            settings.STALL_TIMEOUT_ENV) == (stall.HEARTBEAT_FILE_ENV, stall.HEARTBEAT_PORT_ENV,
-                                            stall.HEARTBEAT_PATH_ENV, stall.STALL_TIMEOUT_ENV)
-    assert (settings.DEFAULT_FILE, settings.DEFAULT_HTTP_PATH) == (stall.DEFAULT_FILE, stall.DEFAULT_HTTP_PATH)
-
-
 def test_file_mode_follows_the_injected_environment() -> None:
     injected = {e["name"]: e["value"] for e in stall.heartbeat_env({"path": "/beat/here", "timeoutSeconds": 90})}
     assert settings.Settings.from_env(injected) == settings.Settings(file="/beat/here", port=None,

@@ -70,6 +70,11 @@ def test_a_document_that_is_not_a_tensorflowjob_is_named_in_the_error() -> None:
         jobs_from_yaml("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\n")
 
 
+def test_yaml_without_a_document_is_refused() -> None:
+    with pytest.raises(InputError, match="YAML: no documents found"):
+        jobs_from_yaml("---\n")
+
+
 def test_yaml_without_a_job_is_refused() -> None:
     with pytest.raises(InputError, match="no TensorFlowJob"):
-        jobs_from_yaml("---\n")
+        jobs_from_yaml("apiVersion: v1\nkind: List\nitems: []\n")
