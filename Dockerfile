@@ -5,7 +5,7 @@
 # dependencies (no compilers, no pip, no caches, no sources beyond the installed packages). The
 # runtime runs as an unprivileged numeric user (65532, matching the Deployment's runAsUser) on a
 # read-only root filesystem: nothing is written at run time (no .pyc, logs go to stdout).
-# The validation module reads the CRD schema from $TFJOB_CRD.
+# The validation module reads the CRD schema from $TFJOB_CRD (and the TFJob CRD's from $TFJOB_KUBEFLOW_CRD).
 
 ARG PYTHON_IMAGE=python:3.11.7-slim-bookworm
 
@@ -65,12 +65,14 @@ FROM ${PYTHON_IMAGE}
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
-    TFJOB_CRD=/etc/tfjob-operator/crd.yaml
+    TFJOB_CRD=/etc/tfjob-operator/crd.yaml \
+    TFJOB_KUBEFLOW_CRD=/etc/tfjob-operator/tfjob-crd.yaml
 RUN groupadd --system --gid 65532 tfjob \
  && useradd --system --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent \
       --shell /usr/sbin/nologin tfjob
 COPY --from=build /opt/venv /opt/venv
 COPY manifests/crd.yaml /etc/tfjob-operator/crd.yaml
+COPY manifests/kubeflow/tfjob-crd.yaml /etc/tfjob-operator/tfjob-crd.yaml
 USER 65532:65532
 # 8080: Prometheus /metrics; 8081: /healthz and /readyz.
 EXPOSE 8080 8081

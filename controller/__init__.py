@@ -8,14 +8,16 @@ Where things are, in the order the layers build on each other (imports only go d
   `labels`, `crd` (the schema file), `mergepatch`, `timeutil`; and the production features of
   docs/production.md: `stall` (a role's stall probes) and `stalled` (restarts they most likely
   caused), `netpol` (the job's NetworkPolicy), `profiles` and `profile_file` (start-up profiles),
-  `pending` (the Pending condition: pods that cannot be scheduled or started).
+  `pending` (the Pending condition: pods that cannot be scheduled or started); `kinds` (the two kinds
+  served, TensorFlowJob and Kubeflow's TFJob: work-queue keys, where each lives, model and status)
+  and `kubeflow/` (the pure translation between a TFJob and the job model, docs/kubeflow.md).
 * `kueue/` -- queueing with Kueue: `protocol` (the Workload protocol, pure) and `gate` (what the
   reconciler consults before planning a queued job, and the Workload writes).
 * the control loop, here at the root: `controller.Controller` (informers → rate-limited work queue
   → worker threads), `reconciler.Reconciler` (carries out one job's plan: the only writer),
   `memory.JobMemory` (what is remembered per job between reconciles: `expectations`, the written
   status, the deferred status), `events` (the Event recorder) and `metrics`.
-* `process/` -- the operator process: `cli` (`tfjob-operator run|render|validate`), `app` (wiring
+* `process/` -- the operator process: `cli` (`tfjob-operator run|render|validate|convert`), `app` (wiring
   and shutdown), `leader` (Lease election), `health` (/healthz, /readyz), `logs`, `documents`
   (reading job files for the CLI), `profiles` (reading the `--profiles` file).
 

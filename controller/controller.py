@@ -13,6 +13,11 @@ bound) becomes `add_after`, so timers fire on time without relying on a periodic
 exists only as a safety net. With `network_policies=True` (what `tfjob-operator run` uses) the jobs'
 NetworkPolicies are watched too (selected by the job-name label, like pods and Services), so one
 deleted or edited by hand is put back at once; without it they are not managed at all.
+
+With `serve_tfjobs`, Kubeflow's TFJobs are watched too, and queued under keys that carry their kind
+(`TFJob:namespace/name`, `controller.job.kinds`); a pod or Service maps to its controlling job by
+the owner reference's kind and UID, so one reconciler serves both kinds. TFJobs another controller
+runs (`runPolicy.managedBy`, `controller.job.kubeflow.ownership`) are never queued.
 """
 
 from __future__ import annotations
@@ -26,7 +31,10 @@ import structlog
 
 from controller.events import EventRecorder
 from controller.job import podstate
-from controller.job.labels import GROUP, JOB_NAME_LABEL, KIND, PLURAL, VERSION
+from controller.job.kinds import TENSORFLOWJOB, TFJOB, kind_of_owner, parse_key
+from controller.job.kubeflow import names as kubeflow
+from controller.job.kubeflow import ownership
+from controller.job.labels import GROUP, JOB_NAME_LABEL, PLURAL, VERSION
 from controller.job.profiles import Profile
 from controller.kueue import protocol as kueue
 from controller.kueue.gate import KueueGate
@@ -62,6 +70,21 @@ def _index_by_node(obj: Mapping[str, Any]) -> list[str]:
     return [node] if node else []
 
 
+def tfjob_crd_is_ours(kube: Kube) -> bool:
+    """Whether TFJobs are served by this project's CRD (the one that lists the `tfjob-operator`
+    category): what `--kubeflow-tfjob=auto` turns TFJobs on for. Kubeflow's own TFJob CRD means
+    Kubeflow's operator runs them (and that CRD would drop the status fields this operator keeps)."""
+    if not kube.has_api(kubeflow.GROUP, kubeflow.VERSION, kubeflow.KIND):
+        return False
+    try:
+        listing = kube.get(f"/apis/{kubeflow.GROUP}/{kubeflow.VERSION}")
+    except ApiError:
+        return False
+    resources = listing.get("resources") if isinstance(listing, Mapping) else None
+    return any(isinstance(r, Mapping) and r.get("name") == kubeflow.PLURAL
+               and kubeflow.OPERATOR_CATEGORY in (r.get("categories") or []) for r in resources or [])
+
+
 def _node_is_ready(node: Mapping[str, Any]) -> bool:
     for condition in (node.get("status") or {}).get("conditions") or []:
         if condition.get("type") == "Ready":
@@ -88,7 +111,12 @@ class Controller:
         network_policies: bool = False,
         network_policy_default: bool = False,
         profiles: Sequence[Profile] = (),
+        serve_tfjobs: bool | None = None,
+        serve_unmanaged_tfjobs: bool = True,
     ) -> None:
+        """`serve_tfjobs`: serve Kubeflow's TFJob kind too (None: when this project's TFJob CRD is
+        served); `serve_unmanaged_tfjobs`: run the TFJobs that name no controller in
+        `runPolicy.managedBy` (False while Kubeflow's operator runs them)."""
         self.kube = kube
         self.namespaces = list(namespaces)
         self.workers = workers
@@ -110,6 +138,11 @@ class Controller:
         self.network_policies = (build("networkpolicies", "networking.k8s.io", "v1", "networkpolicies",
                                        label_selector=JOB_NAME_LABEL) if network_policies else None)
         self.nodes = build("nodes", "", "v1", "nodes", namespaced=False) if watch_nodes else None
+        if serve_tfjobs is None:
+            serve_tfjobs = tfjob_crd_is_ours(kube)
+        self.serve_unmanaged_tfjobs = serve_unmanaged_tfjobs
+        self.tfjobs = (build("tfjobs", TFJOB.group, TFJOB.version, TFJOB.plural, resync_period=resync_period)
+                       if serve_tfjobs else None)
         # Kueue is used when its API is served (checked once at start: install Kueue first).
         if use_kueue is None:
             use_kueue = kube.has_api(kueue.GROUP, kueue.VERSION, kueue.WORKLOAD_KIND)
@@ -132,7 +165,15 @@ class Controller:
     # ---- the read side the reconciler uses (informer caches) -------------------------------------
 
     def get_job(self, key: str) -> Mapping[str, Any] | None:
-        return self.jobs.get(key)
+        """The job a key names, from its kind's cache (None for a TFJob another controller runs)."""
+        kind, name = parse_key(key)
+        if kind is TENSORFLOWJOB:
+            return self.jobs.get(name)
+        job = self.tfjobs.get(name) if self.tfjobs is not None else None
+        return job if job is not None and self._serves(job) else None
+
+    def _serves(self, tfjob: Mapping[str, Any]) -> bool:
+        return ownership.serves(tfjob, self.serve_unmanaged_tfjobs)
 
     def pods_of(self, job_uid: str) -> list[Mapping[str, Any]]:
         return self.pods.by_index(CONTROLLER_UID_INDEX, job_uid)
@@ -168,6 +209,9 @@ class Controller:
                                     on_delete=self._child_deleted)
         self.services.add_event_handler(on_add=self._service_added, on_update=self._child_updated,
                                         on_delete=self._child_deleted)
+        if self.tfjobs is not None:
+            self.tfjobs.add_event_handler(on_add=self._tfjob_added, on_update=self._tfjob_updated,
+                                          on_delete=self._tfjob_deleted)
         if self.network_policies is not None:
             # A policy arriving is almost always the one a reconcile just created: it joins the batch.
             self.network_policies.add_event_handler(on_add=self._service_added, on_update=self._child_updated,
@@ -181,26 +225,45 @@ class Controller:
     def _enqueue_job(self, job: Mapping[str, Any]) -> None:
         self.queue.add(object_key(job))
 
-    def _job_updated(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
-        key = object_key(new)
+    def _job_updated(self, old: Mapping[str, Any], new: Mapping[str, Any], prefix: str = "") -> None:
+        key = prefix + object_key(new)
         if old is not new and self.memory.wrote(key, new["metadata"].get("resourceVersion")):
             return  # the echo of our own status write: the reconcile that wrote it saw everything else
         self.queue.add(key)
 
-    def _job_deleted(self, job: Mapping[str, Any]) -> None:
-        key = object_key(job)
+    def _job_deleted(self, job: Mapping[str, Any], prefix: str = "") -> None:
+        key = prefix + object_key(job)
         self.memory.forget(key)
         self.queue.add(key)
 
+    # A TFJob's key names its kind (`TFJob:namespace/name`); only TFJobs this operator runs are queued.
+
+    def _tfjob_added(self, tfjob: Mapping[str, Any]) -> None:
+        if self._serves(tfjob):
+            self.queue.add(TFJOB.key_prefix + object_key(tfjob))
+
+    def _tfjob_updated(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+        if self._serves(new):
+            self._job_updated(old, new, TFJOB.key_prefix)
+
+    def _tfjob_deleted(self, tfjob: Mapping[str, Any]) -> None:
+        if self._serves(tfjob):
+            self._job_deleted(tfjob, TFJOB.key_prefix)
+
     def _owner_key(self, obj: Mapping[str, Any]) -> str | None:
+        """The key of the job that controls `obj` (a TensorFlowJob or a TFJob, by kind and UID)."""
         ref = controller_of(obj)
-        if ref is None or ref.get("kind") != KIND or not str(ref.get("apiVersion", "")).startswith(GROUP + "/"):
+        kind = kind_of_owner(ref) if ref is not None else None
+        if kind is None or ref is None:
             return None
-        key = f"{obj['metadata'].get('namespace')}/{ref.get('name')}"
-        job = self.jobs.get(key)
+        informer = self.jobs if kind is TENSORFLOWJOB else self.tfjobs
+        if informer is None:
+            return None  # a TFJob's, while TFJobs are not served
+        name = f"{obj['metadata'].get('namespace')}/{ref.get('name')}"
+        job = informer.get(name)
         if job is not None and job["metadata"].get("uid") != ref.get("uid"):
             return None  # left over from an earlier job of the same name
-        return key
+        return kind.key_prefix + name
 
     def _pod_added(self, pod: Mapping[str, Any]) -> None:
         key = self._owner_key(pod)

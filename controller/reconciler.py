@@ -22,6 +22,9 @@ What only the API server can tell is folded back into the status here: a templat
 reported and retried with back-off. Those and transient errors end in `RequeueError`, which the
 worker turns into a rate-limited requeue.
 
+Both kinds go through the same steps: the key says which (`controller.job.kinds`); a TFJob is
+planned as its job model and its status is stored as Kubeflow writes it.
+
 The job's NetworkPolicy (docs/production.md), when it wants one, is written before anything else
 and fails closed: while it cannot be created (a name conflict, a refusal), no pod is created, so a
 job that asked for isolation never runs without it. A policy the API server rejects (an invalid
@@ -40,8 +43,9 @@ import structlog
 from controller.events import EventRecorder
 from controller.job import conditions as cond
 from controller.job import podstate
-from controller.job.defaults import apply_defaults
-from controller.job.labels import GROUP, PLURAL, REPLICA_TYPE_LABEL, VERSION
+from controller.job.kinds import JobKind, parse_key
+from controller.job.kubeflow.model import ignored_fields
+from controller.job.labels import REPLICA_TYPE_LABEL
 from controller.job.mergepatch import merge_patch
 from controller.job.netpol import PolicyView, policy_name
 from controller.job.plan import Event, Plan, PodDeletion, plan_job
@@ -157,11 +161,15 @@ class Reconciler:
     # ---- one reconcile ---------------------------------------------------------------------------
 
     def reconcile(self, key: str) -> Outcome:
+        kind, _ = parse_key(key)
         cached = self.caches.get_job(key)
         if cached is None:
             self.memory.forget(key)
             return Outcome()
-        job = apply_defaults(self.memory.freshest(key, cached))
+        # `stored` is the job as the API server has it; `job` is its model, what the planner reads
+        # (for a TensorFlowJob, itself with its defaults; for a TFJob, its translation).
+        stored = self.memory.freshest(key, cached)
+        job = kind.model(stored)
         if job["metadata"].get("deletionTimestamp"):
             return Outcome()  # garbage collection removes the children
         namespace, name, uid = job["metadata"]["namespace"], job["metadata"]["name"], job["metadata"]["uid"]
@@ -172,28 +180,34 @@ class Reconciler:
         service = self.caches.get_service(namespace, name)
         # A same-named Service that is not ours is never created over and never deleted.
         foreign_service = service is not None and not owned_by(service, uid)
-        policy_view, foreign_policy = self._policy_view(namespace, name, uid)
+        # A TFJob has no spec.networkPolicy, and Kueue queues TFJobs through its own integration.
+        policy_view, foreign_policy = self._policy_view(namespace, name, uid) if not kind.is_tfjob else (None, False)
         # Plan from the status the last pass left unwritten, if any; write (below) against `job`,
         # which holds what the server has.
         deferred = self.memory.take_deferred(key, job)
         planned = job if deferred is None else {**job, "status": deferred}
         decision = None
-        if self.kueue_gate is not None and kueue.is_queued(planned):
+        if self.kueue_gate is not None and not kind.is_tfjob and kueue.is_queued(planned):
             decision = self.kueue_gate.before_plan(planned)
         plan = plan_job(
             decision.job if decision else planned, pods, None if foreign_service else service,
             now=self.clock.wall(), node_ready=self.caches.node_ready,
             pending_deletes=self.expectations.pending_deletions(key), cluster_domain=self.cluster_domain,
             gate=decision.gate if decision else None, network_policy=policy_view, profiles=self.profiles,
+            problems=kind.problems(stored),
         )
+        if kind.is_tfjob and cond.find((job.get("status") or {}).get("conditions") or [], cond.CREATED) is None:
+            plan.events += [Event("Warning", "IgnoredField", note) for note in ignored_fields(stored)]
         outcome = Outcome(requeue_after=plan.requeue_after)
         cache_version = cached["metadata"].get("resourceVersion")
         if plan.status.get("retriedFailures") != (job.get("status") or {}).get("retriedFailures"):
             # Count failures before deleting the failed pods: a crash in between must not lose one
             # (the status names the pods it counted, so none is counted twice either).
-            updated = self._write_status(key, job, plan.status, cache_version)
+            updated = self._write_status(key, kind, job, stored, plan.status, cache_version)
             if updated is not None:
-                job = {**job, "metadata": updated["metadata"], "status": updated.get("status") or {}}
+                stored = updated
+                job = {**job, "metadata": updated["metadata"],
+                       "status": kind.model_status(updated.get("status") or {})}
                 outcome.status_written = True
         problems = self._delete_pods(key, plan.delete_pods, outcome)
         if plan.delete_service is not None:
@@ -220,14 +234,14 @@ class Reconciler:
         if self._may_defer_status(plan, outcome, problems):
             self.memory.defer(key, job, plan.status)
             outcome.status_deferred = True
-        elif self._write_status(key, job, plan.status, cache_version) is not None:
+        elif self._write_status(key, kind, job, stored, plan.status, cache_version) is not None:
             outcome.status_written = True
         if decision is not None and self.kueue_gate is not None:
             holding = sum(1 for p in pods if podstate.phase(p) in ("Pending", "Running", "Unknown"))
             self.kueue_gate.after_plan(job, plan.status, decision.workload, holding)
         self._emit(job, plan, outcome)
         if plan.delete_job:
-            problems += self._delete_job(job, outcome)
+            problems += self._delete_job(kind, job, outcome)
         if problems:
             outcome.errors = problems
             raise RequeueError("; ".join(problems), outcome.retry_after)
@@ -277,11 +291,11 @@ class Reconciler:
                 return [f"delete service {meta['name']}: {error}"]
         return []
 
-    def _delete_job(self, job: Mapping[str, Any], outcome: Outcome) -> list[str]:
+    def _delete_job(self, kind: JobKind, job: Mapping[str, Any], outcome: Outcome) -> list[str]:
         meta = job["metadata"]
         try:
             retry_transient(self.kube.delete)(
-                resource_path(GROUP, VERSION, PLURAL, meta["namespace"], meta["name"]),
+                resource_path(kind.group, kind.version, kind.plural, meta["namespace"], meta["name"]),
                 uid=meta["uid"], propagation="Background")
             outcome.job_deleted = True
         except ApiError as error:
@@ -461,7 +475,8 @@ class Reconciler:
         return [message]
 
     def _name_conflict(self, plan: Plan, job: Mapping[str, Any], kind: str, name: str) -> str:
-        message = (f"{kind} {name} already exists and is not owned by this TensorFlowJob; it is left untouched. "
+        message = (f"{kind} {name} already exists and is not owned by this {job.get('kind') or 'TensorFlowJob'}; "
+                   "it is left untouched. "
                    f"Delete or rename it, or rename the job.")
         changed = cond.set_condition(plan.status["conditions"], cond.RUNNING, False, "NameConflict", message,
                                      format_time(self.clock.wall()))
@@ -495,16 +510,18 @@ class Reconciler:
         created_pods = any("/" not in name for name in outcome.created)  # not service/..., networkpolicy/...
         return created_pods and not problems and not outcome.deleted and not plan.delete_job
 
-    def _write_status(self, key: str, job: Mapping[str, Any], status: dict[str, Any],
-                      cache_version: str | None = None) -> Mapping[str, Any] | None:
-        """Patch the status if it changed; return the updated job (None when nothing was written).
-        `cache_version` is the resourceVersion the informer cache holds (for the overlay)."""
-        old = job.get("status") or {}
-        if old == status:
+    def _write_status(self, key: str, kind: JobKind, job: Mapping[str, Any], stored: Mapping[str, Any],
+                      status: dict[str, Any], cache_version: str | None = None) -> Mapping[str, Any] | None:
+        """Patch the status if it changed; return the updated job as stored (None when nothing was
+        written). `job` is the model the planner computed `status` for, `stored` the job as the API
+        server has it; `cache_version` is the resourceVersion the informer cache holds (for the overlay)."""
+        old = stored.get("status") or {}
+        new = kind.stored_status(job, status, old, format_time(self.clock.wall()))
+        if old == new:
             return None
         meta = job["metadata"]
-        body = {"metadata": {"resourceVersion": meta["resourceVersion"]}, "status": merge_patch(old, status)}
-        path = resource_path(GROUP, VERSION, PLURAL, meta["namespace"], meta["name"], "status")
+        body = {"metadata": {"resourceVersion": meta["resourceVersion"]}, "status": merge_patch(old, new)}
+        path = resource_path(kind.group, kind.version, kind.plural, meta["namespace"], meta["name"], "status")
         try:
             updated = retry_transient(self.kube.patch)(path, body)
         except ApiError as error:
@@ -516,7 +533,7 @@ class Reconciler:
                                               cache_version or meta["resourceVersion"])
             raise RequeueError(f"status write: {error}", error.retry_after) from error
         self.memory.remember_written(key, cache_version or meta["resourceVersion"], updated)
-        self._count_transition(old, status)
+        self._count_transition(job.get("status") or {}, status)
         return updated
 
     def _count_transition(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:

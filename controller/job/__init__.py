@@ -3,5 +3,6 @@
 `plan.plan_job` turns the observed job, its pods and Service into what to create, delete and write;
 the other modules are its parts (builders, conditions, defaults, validation, pod state, labels,
 the CRD schema, and the production features: stall probes, NetworkPolicies, start-up profiles,
-pending reasons). Everything here is tested with plain dicts, without a cluster.
+pending reasons; and `kinds` with `kubeflow/`, Kubeflow's TFJob kind as the same job model).
+Everything here is tested with plain dicts, without a cluster.
 """

@@ -4,7 +4,8 @@ Both `tfjob-operator render` and the reconciler call these, so what a user previ
 Input is a defaulted job dict (see `controller.job.defaults`); output is fresh dicts that share nothing
 with the input (the user's template — often an informer-cache object — is never mutated). The
 TensorFlow container also gets its role's stall probes (`stall`) and the operator's start-up
-profiles (`profiles`), each only where the template says nothing.
+profiles (`profiles`), each only where the template says nothing. A TFJob's model (kind TFJob,
+`controller.job.kubeflow`) gets the same objects, owned by the TFJob and with Kubeflow's labels too.
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from controller.job.kubeflow import labels as kubeflow_labels
+from controller.job.kubeflow import names as kubeflow_names
+from controller.job.kubeflow.model import is_tfjob_model
 from controller.job.labels import (
     API_VERSION,
     CLUSTER_HASH_ANNOTATION,
@@ -40,9 +44,10 @@ POD_RESTART_POLICY = {"OnFailure": "OnFailure", "Always": "Always", "Never": "Ne
 
 def owner_reference(job: Mapping[str, Any]) -> dict[str, Any]:
     metadata = job["metadata"]
+    tfjob = is_tfjob_model(job)
     return {
-        "apiVersion": API_VERSION,
-        "kind": KIND,
+        "apiVersion": kubeflow_names.API_VERSION if tfjob else API_VERSION,
+        "kind": kubeflow_names.KIND if tfjob else KIND,
         "name": metadata["name"],
         "uid": metadata.get("uid", ""),
         "controller": True,
@@ -79,7 +84,7 @@ def build_service(job: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": owned_metadata(job, name, {JOB_NAME_LABEL: name}, {}),
+        "metadata": owned_metadata(job, name, {JOB_NAME_LABEL: name, **_kubeflow_service_labels(job)}, {}),
         "spec": {
             "clusterIP": "None",
             # Peers must resolve before they are ready: TF servers wait for each other at start.
@@ -107,6 +112,8 @@ def build_pod(job: Mapping[str, Any], role: str, index: int, cluster_domain: str
         REPLICA_TYPE_LABEL: role,
         REPLICA_INDEX_LABEL: str(index),
     }
+    if is_tfjob_model(job):  # and Kubeflow's labels, for Kubeflow's tools (its SDK, Kueue)
+        labels.update(kubeflow_labels.pod_labels(job, role, index))
     cluster = cluster or SerializedCluster.of(job, cluster_domain)
     annotations = {**(template_meta.get("annotations") or {}), CLUSTER_HASH_ANNOTATION: cluster.hash}
 
@@ -125,6 +132,10 @@ def build_pod(job: Mapping[str, Any], role: str, index: int, cluster_domain: str
         "metadata": owned_metadata(job, name, labels, annotations),
         "spec": pod_spec,
     }
+
+
+def _kubeflow_service_labels(job: Mapping[str, Any]) -> dict[str, str]:
+    return kubeflow_labels.service_labels(job) if is_tfjob_model(job) else {}
 
 
 def _with_tf_settings(container: dict[str, Any], tf_config: str) -> dict[str, Any]:

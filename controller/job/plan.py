@@ -35,7 +35,7 @@ from controller.job.builders import build_pod, build_service, desired_pod_keys
 from controller.job.labels import role_selector
 from controller.job.profiles import Profile
 from controller.job.timeutil import format_time, parse_time
-from controller.job.validation import validate_job
+from controller.job.validation import Problem, validate_job
 from tfconfig import ROLES, SerializedCluster, role_replicas
 
 FORCE_DELETE_AFTER = 15.0
@@ -112,16 +112,21 @@ def plan_job(
     gate: tuple[str, str] | None = None,
     network_policy: netpol.PolicyView | None = None,
     profiles: Sequence[Profile] = (),
+    problems: Sequence[Problem] | None = None,
 ) -> Plan:
     """Decide what to do for one (defaulted) job. `pending_deletes` holds UIDs of pods this
     controller already deleted whose deletion the cache has not shown yet: they are treated as
     terminating so a stale cache never counts one failure twice. `gate` (reason, message) holds the
     job suspended for an outside reason (a queue that has not admitted it) as `spec.suspend` would.
     `network_policy` is the job's NetworkPolicy as the cache shows it (None: policies are not
-    managed); `profiles` are the operator's start-up profiles for the pods it creates."""
+    managed); `profiles` are the operator's start-up profiles for the pods it creates. `problems` are
+    those of the document the job model was translated from (a TFJob, validated as one); None: the
+    job is a TensorFlowJob and is validated here. A model that says `kind: TFJob` names that kind in
+    its messages; `backoffLimit: None` means no limit (Kubeflow's default for TFJobs)."""
     planner = _Planner(job, pods, service, now, node_ready, pending_deletes, cluster_domain, gate)
     planner.network_policy = network_policy
     planner.profiles = profiles
+    planner.source_problems = problems
     return planner.plan()
 
 
@@ -157,6 +162,8 @@ class _Planner:
         self._counted_failed_pods: set[str] = set(self.status.get("countedFailedPods") or [])
         self.network_policy: netpol.PolicyView | None = None
         self.profiles: Sequence[Profile] = ()
+        self.source_problems: Sequence[Problem] | None = None
+        self.kind = str(job.get("kind") or "TensorFlowJob")
 
     @functools.cached_property
     def _cluster(self) -> SerializedCluster:
@@ -167,7 +174,7 @@ class _Planner:
 
     def plan(self) -> Plan:
         if cond.find(self.conditions, cond.CREATED) is None:
-            self._condition(cond.CREATED, True, "JobCreated", f"TensorFlowJob {self.name} is created.")
+            self._condition(cond.CREATED, True, "JobCreated", f"{self.kind} {self.name} is created.")
         if cond.is_true(self.conditions, cond.SUCCEEDED) or cond.is_true(self.conditions, cond.FAILED):
             self._finished()
         else:
@@ -176,21 +183,21 @@ class _Planner:
         return self._finish_status()
 
     def _active(self) -> None:
-        problems = validate_job(self.job)
+        problems = validate_job(self.job) if self.source_problems is None else self.source_problems
         if problems:
             self._fail("InvalidSpec", "; ".join(str(p) for p in problems))
             return
         self._network_policy()
         if self.spec.get("suspend"):
-            self._suspend("Suspended", f"TensorFlowJob {self.name} is suspended: it has no pods until "
+            self._suspend("Suspended", f"{self.kind} {self.name} is suspended: it has no pods until "
                           "spec.suspend is false.")
             return
         if self.gate is not None:
             self._suspend(*self.gate)
             return
         if cond.is_true(self.conditions, cond.SUSPENDED):
-            self._condition(cond.SUSPENDED, False, "Resumed", f"TensorFlowJob {self.name} is resumed.")
-            self.out.events.append(Event("Normal", "Resumed", f"TensorFlowJob {self.name} is resumed."))
+            self._condition(cond.SUSPENDED, False, "Resumed", f"{self.kind} {self.name} is resumed.")
+            self.out.events.append(Event("Normal", "Resumed", f"{self.kind} {self.name} is resumed."))
             self.status.pop("startTime", None)
             self.status.pop("completionTime", None)
         if self._deadline_passed():
@@ -217,7 +224,7 @@ class _Planner:
             if remaining <= 0:
                 self.out.delete_job = True
                 self.out.events.append(Event("Normal", "TTLExpired",
-                                             f"TensorFlowJob {self.name} finished {ttl}s ago; deleting it."))
+                                             f"{self.kind} {self.name} finished {ttl}s ago; deleting it."))
             else:
                 self.out.requeue_in(remaining)
 
@@ -277,7 +284,8 @@ class _Planner:
         if remaining > 0:
             self.out.requeue_in(remaining)
             return False
-        self._fail("DeadlineExceeded", f"TensorFlowJob {self.name} ran longer than activeDeadlineSeconds={limit}.")
+        self._fail("DeadlineExceeded",
+                   f"{self.kind} {self.name} ran longer than activeDeadlineSeconds={limit}.")
         return True
 
     # ---- pods stuck terminating on dead nodes --------------------------------------------------
@@ -309,7 +317,7 @@ class _Planner:
             done, who = self._slot_succeeded("worker", 0), "worker 0"
         if not done:
             return False
-        message = f"TensorFlowJob {self.name} succeeded: {who} completed."
+        message = f"{self.kind} {self.name} succeeded: {who} completed."
         self._condition(cond.SUCCEEDED, True, "JobSucceeded", message)
         self._condition_false(cond.RUNNING, "JobSucceeded", message)
         self._condition_false(cond.RESTARTING, "JobSucceeded", message)
@@ -348,21 +356,21 @@ class _Planner:
                     why = f"exit code {code}" if code is not None else "pod failed"
                     if stalled.failed_pod_stalled(self.job, role, pod):
                         why += "; most likely stalled: its stall rule's liveness probe found no progress"
-                    self._fail("ReplicaFailed", f"TensorFlowJob {self.name} failed: {role} pod {podstate.name(pod)} "
+                    self._fail("ReplicaFailed", f"{self.kind} {self.name} failed: {role} pod {podstate.name(pod)} "
                                f"failed ({why}) and its restartPolicy is {policy}.")
                     return True
                 retried.append(pod)
         restarts = self._count_restarts(retried)
-        limit = self.spec.get("backoffLimit", 6)
+        limit = self.spec.get("backoffLimit", 6)  # None: no limit
         stalls = self._stalls(retried, restarts > published)
-        if restarts > limit:
+        of_limit = f"of backoffLimit {limit}" if limit is not None else "(no backoffLimit)"
+        if limit is not None and restarts > limit:
             why = f" The last restarts: {stalls}." if stalls else ""
-            self._fail("BackoffLimitExceeded", f"TensorFlowJob {self.name} has failed {restarts} times, "
+            self._fail("BackoffLimitExceeded", f"{self.kind} {self.name} has failed {restarts} times, "
                        f"more than backoffLimit={limit}.{why}")
             return True
         if stalls and not retried:  # in-place restarts only: the job stays Running; an event says why
-            self.out.events.append(Event("Warning", "Stalled", f"{stalls} (restart {restarts} of backoffLimit "
-                                         f"{limit})."))
+            self.out.events.append(Event("Warning", "Stalled", f"{stalls} (restart {restarts} {of_limit})."))
         if not retried:
             return False
         names = ", ".join(podstate.name(p) for p in retried)
@@ -373,7 +381,7 @@ class _Planner:
         else:
             for pod in retried:
                 self._delete(pod, "PodFailed")
-            message = f"Pod(s) {names} failed; recreating (restart {restarts} of backoffLimit {limit})."
+            message = f"Pod(s) {names} failed; recreating (restart {restarts} {of_limit})."
         if stalls:
             message += f" {stalls}."
         self._restarting("Stalled" if stalls else "PodFailed", message)
@@ -468,7 +476,7 @@ class _Planner:
             if not any(podstate.phase(p) == "Running" and podstate.cluster_hash(p) == current_hash for p in pods):
                 all_running = False
         if all_running:
-            message = f"TensorFlowJob {self.name} is running."
+            message = f"{self.kind} {self.name} is running."
             if self._condition(cond.RUNNING, True, "JobRunning", message):
                 self.out.events.append(Event("Normal", "JobRunning", message))
             self._condition_false(cond.RESTARTING, "JobRunning", message)

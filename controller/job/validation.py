@@ -60,7 +60,7 @@ def validate_job(job: Any) -> list[Problem]:
     memo's key: a job whose status changed is not validated again."""
     if isinstance(job, Mapping) and "status" in job:
         job = {k: v for k, v in job.items() if k != "status"}
-    digest = _digest(job)
+    digest = document_digest(job)
     if digest is not None:
         with _REMEMBERED_LOCK:
             known = _REMEMBERED.get(digest)
@@ -73,7 +73,9 @@ def validate_job(job: Any) -> list[Problem]:
     return problems
 
 
-def _digest(job: Any) -> bytes | None:
+def document_digest(job: Any) -> bytes | None:
+    """A digest of a job document for memoising its validation (None when it is not JSON); the
+    resourceVersion and managedFields are left out: they are not validated."""
     if not isinstance(job, Mapping):
         return None
     metadata = job.get("metadata")
@@ -127,7 +129,19 @@ def prepare() -> None:
 
 @functools.cache
 def _strict_validator() -> jsonschema.protocols.Validator:
-    return _KubernetesValidator(_strict(job_schema()))
+    return strict_validator(job_schema())
+
+
+def strict_validator(schema: Mapping[str, Any]) -> jsonschema.protocols.Validator:
+    """A validator of a CRD's structural schema as the API server applies it (unknown fields are
+    errors, 1.0 is no integer): the TFJob kind's validation uses it with its own CRD's schema."""
+    return _KubernetesValidator(_strict(schema))
+
+
+def schema_problems(validator: jsonschema.protocols.Validator, document: Mapping[str, Any]) -> list[Problem]:
+    """Every schema error of a document, as problems with dotted field paths and plain messages."""
+    errors = sorted(validator.iter_errors(document), key=lambda e: (list(map(str, e.absolute_path)), e.validator))
+    return [_problem_from_schema_error(error) for error in errors]
 
 
 def _strict(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -151,8 +165,7 @@ def _strict(schema: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _check_schema(job: Mapping[str, Any]) -> list[Problem]:
-    errors = sorted(_strict_validator().iter_errors(job), key=lambda e: (list(map(str, e.absolute_path)), e.validator))
-    return [_problem_from_schema_error(error) for error in errors]
+    return schema_problems(_strict_validator(), job)
 
 
 def _problem_from_schema_error(error: jsonschema.ValidationError) -> Problem:
@@ -198,18 +211,36 @@ def _maximum_hint(path: str) -> str:
 
 # ---- semantics (the CEL rules, and what needs the defaulted job) ----------------------------------
 
+def name_problems(name: str) -> list[Problem]:
+    """The job's name names its headless Service: a DNS-1035 label."""
+    if DNS_1035_LABEL.match(name) and len(name) <= MAX_DNS_LABEL:
+        return []
+    return [Problem(
+        "metadata.name",
+        f"{name!r} must be a DNS-1035 label (lower case letters, digits and '-', starting with a letter, "
+        "at most 63 characters): it names the job's headless Service",
+    )]
+
+
+def pod_name_problems(job_name: str, role: str, replicas: int) -> list[Problem]:
+    """The longest pod name of a role is its hostname: a DNS label."""
+    longest = f"{job_name}-{role}-{max(replicas - 1, 0)}"
+    if replicas == 0 or len(longest) <= MAX_DNS_LABEL:
+        return []
+    return [Problem(
+        "metadata.name",
+        f"is too long: the pod name {longest!r} has {len(longest)} characters, at most 63 are allowed "
+        f"(it is the pod's hostname)",
+    )]
+
+
 def _check_semantics(job: Mapping[str, Any]) -> list[Problem]:
     spec = job["spec"]
     name = job["metadata"]["name"]
     problems: list[Problem] = []
     if role_replicas(spec, "chief") == 0 and role_replicas(spec, "worker") == 0:
         problems.append(Problem("spec", "at least one of spec.chief or spec.worker must have replicas > 0"))
-    if not DNS_1035_LABEL.match(name) or len(name) > MAX_DNS_LABEL:
-        problems.append(Problem(
-            "metadata.name",
-            f"{name!r} must be a DNS-1035 label (lower case letters, digits and '-', starting with a letter, "
-            "at most 63 characters): it names the job's headless Service",
-        ))
+    problems += name_problems(name)
     for role in ROLES:
         problems += _check_role(name, spec, role)
     if spec.get("successPolicy") == "AllWorkers" and role_replicas(spec, "worker") == 0:
@@ -255,14 +286,7 @@ def _check_role(job_name: str, spec: Mapping[str, Any], role: str) -> list[Probl
     replicas = role_replicas(spec, role)
     if role not in spec:
         return []
-    problems = []
-    longest = f"{job_name}-{role}-{max(replicas - 1, 0)}"
-    if replicas > 0 and len(longest) > MAX_DNS_LABEL:
-        problems.append(Problem(
-            "metadata.name",
-            f"is too long: the pod name {longest!r} has {len(longest)} characters, at most 63 are allowed "
-            f"(it is the pod's hostname)",
-        ))
+    problems = pod_name_problems(job_name, role, replicas)
     containers = spec[role]["template"]["spec"]["containers"]
     for index, container in enumerate(containers):
         if not container.get("image"):

@@ -95,6 +95,8 @@ def run(args: argparse.Namespace) -> int:
         queue_metrics=PrometheusMetricsProvider(registry=metrics.registry), recorder=recorder,
         network_policies=True, network_policy_default=getattr(args, "network_policy", "off") == "on",
         profiles=profiles,
+        serve_tfjobs={"auto": None, "on": True, "off": False}[getattr(args, "kubeflow_tfjob", "auto")],
+        serve_unmanaged_tfjobs=getattr(args, "kubeflow_tfjob_without_managed_by", "serve") == "serve",
     )
     stop = threading.Event()
     leading = threading.Event()
@@ -137,6 +139,7 @@ def run(args: argparse.Namespace) -> int:
 
     recorder.start()
     log.info("starting", namespaces=args.namespace or "all", workers=args.workers, server=kube.host,
+             kubeflow_tfjob="on" if controller.tfjobs is not None else "off",
              network_policy=getattr(args, "network_policy", "off"), profiles=[p.name for p in profiles],
              leader_election=f"{election.namespace}/{election.name}" if election else "off",
              identity=election.identity if election else None)

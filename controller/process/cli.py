@@ -1,9 +1,12 @@
-"""The `tfjob-operator` command: `run` the controller, `render` what it would create, `validate` jobs.
+"""The `tfjob-operator` command: `run` the controller, `render` what it would create, `validate` jobs,
+`convert` Kubeflow TFJobs to TensorFlowJobs.
 
 `render` and `validate` are offline and share the controller's own builders and validation, so
 their output is exactly what the running controller would do with the same job -- with `render
 --profiles FILE --network-policy on`, also under the operator's start-up profiles and network
-policy default (docs/production.md).
+policy default (docs/production.md). `render` and `validate` take Kubeflow TFJobs too (by their kind),
+and `convert` prints a TFJob as the equivalent TensorFlowJob with notes on what does not carry over
+(docs/kubeflow.md).
 """
 
 from __future__ import annotations
@@ -19,6 +22,10 @@ import yaml
 from controller.job import netpol
 from controller.job.builders import build_pods, build_service
 from controller.job.defaults import apply_defaults
+from controller.job.kubeflow import names as kubeflow
+from controller.job.kubeflow.convert import convert
+from controller.job.kubeflow.model import to_model
+from controller.job.kubeflow.validation import validate_tfjob
 from controller.job.profile_file import ProfileError
 from controller.job.validation import validate_job
 from controller.process.documents import InputError, describe, load_documents
@@ -35,11 +42,20 @@ def _check_file(filename: str) -> list[tuple[str, Any, list[Any]]] | None:
         return None
     checked = []
     for position, doc in enumerate(documents, start=1):
-        label, problems = describe(doc, position), validate_job(doc)
+        label, problems = describe(doc, position), _validate_document(doc)
         for problem in problems:
             print(f"error: {label}: {problem}", file=sys.stderr)
         checked.append((label, doc, problems))
     return checked
+
+
+def _is_tfjob(doc: Any) -> bool:
+    return isinstance(doc, dict) and doc.get("kind") == kubeflow.KIND
+
+
+def _validate_document(doc: Any) -> list[Any]:
+    """A TensorFlowJob's problems, or a TFJob's (by its kind)."""
+    return validate_tfjob(doc) if _is_tfjob(doc) else validate_job(doc)
 
 
 def _render(args: argparse.Namespace) -> int:
@@ -53,8 +69,8 @@ def _render(args: argparse.Namespace) -> int:
         return 1
     objects: list[dict[str, Any]] = []
     for _, doc, _ in checked:
-        job = apply_defaults(doc)
-        if netpol.wanted(job, args.network_policy == "on"):
+        job = to_model(doc) if _is_tfjob(doc) else apply_defaults(doc)
+        if not _is_tfjob(doc) and netpol.wanted(job, args.network_policy == "on"):
             objects.append(netpol.build_network_policy(job))
         objects.append(build_service(job))
         objects.extend(build_pods(job, args.cluster_domain, profiles))
@@ -73,6 +89,28 @@ def _validate(args: argparse.Namespace) -> int:
         if not problems:
             print(f"{label}: valid")
     return 1 if any(problems for _, _, problems in checked) else 0
+
+
+def _convert(args: argparse.Namespace) -> int:
+    """Print each TFJob of the file as the equivalent TensorFlowJob; the notes go to stderr."""
+    checked = _check_file(args.filename)
+    if checked is None or any(problems for _, _, problems in checked):
+        return 1
+    converted = []
+    for label, doc, _ in checked:
+        if not _is_tfjob(doc):
+            print(f"error: {label}: not a TFJob (kind {doc.get('kind')!r}); nothing to convert", file=sys.stderr)
+            return 1
+        conversion = convert(doc)
+        for note in conversion.notes:
+            print(f"note: {label}: {note}", file=sys.stderr)
+        converted.append(conversion.job)
+    if args.output == "json":
+        print(json.dumps(converted[0] if len(converted) == 1 else {"apiVersion": "v1", "kind": "List",
+                                                                   "items": converted}, indent=2))
+    else:
+        print(yaml.safe_dump_all(converted, sort_keys=False), end="")
+    return 0
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -117,6 +155,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--resync", type=float, default=300.0, help="informer resync period in seconds (0: off)")
     run.add_argument("--kueue", choices=["auto", "on", "off"], default="auto",
                      help="queue jobs labelled kueue.x-k8s.io/queue-name through Kueue (auto: when its API is served)")
+    run.add_argument("--kubeflow-tfjob", choices=["auto", "on", "off"], default="auto",
+                     help="serve Kubeflow's TFJob kind too (auto: when this project's TFJob CRD is served; "
+                     "off: read and write no TFJob)")
+    run.add_argument("--kubeflow-tfjob-without-managed-by", choices=["serve", "leave"], default="serve",
+                     help="TFJobs whose runPolicy.managedBy is unset: serve them (default), or leave them to "
+                     "Kubeflow's training operator while it still runs")
     _production_flags(run)
     run.add_argument("--log-format", choices=["json", "console"], default=None, help="default: console on a tty")
     run.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
@@ -132,6 +176,12 @@ def build_parser() -> argparse.ArgumentParser:
     validate = commands.add_parser("validate", help="check job files as admission would, and more")
     validate.add_argument("-f", "--filename", required=True, help="job file (YAML or JSON; '-' for stdin)")
     validate.set_defaults(func=_validate)
+
+    convert_command = commands.add_parser(
+        "convert", help="print Kubeflow TFJobs as the equivalent TensorFlowJobs (notes on what differs: stderr)")
+    convert_command.add_argument("-f", "--filename", required=True, help="TFJob file (YAML or JSON; '-' for stdin)")
+    convert_command.add_argument("-o", "--output", choices=["yaml", "json"], default="yaml")
+    convert_command.set_defaults(func=_convert)
     return parser
 
 

@@ -27,6 +27,9 @@ OPERATOR_PERMISSIONS: dict[tuple[str, str], set[str]] = {
     ("kubeflow.org", "tensorflowjobs"): {"get", "list", "watch", "delete"},
     ("kubeflow.org", "tensorflowjobs/status"): {"patch"},
     ("kubeflow.org", "tensorflowjobs/finalizers"): {"update"},
+    ("kubeflow.org", "tfjobs"): {"get", "list", "watch", "delete"},
+    ("kubeflow.org", "tfjobs/status"): {"patch"},
+    ("kubeflow.org", "tfjobs/finalizers"): {"update"},
     ("", "pods"): {"get", "list", "watch", "create", "delete"},
     ("", "services"): {"get", "list", "watch", "create", "delete"},
     ("", "nodes"): {"list", "watch"},
@@ -308,3 +311,60 @@ def test_image_carries_the_crd_where_tfjob_crd_points(dockerfile: str) -> None:
     assert f"COPY manifests/crd.yaml {target.group(1)}" in dockerfile
     ignore = (ROOT / ".dockerignore").read_text().splitlines()
     assert "!manifests/crd.yaml" in ignore
+
+
+# ---- beside Kubeflow: manifests/kubeflow/ and manifests/kubeflow-handover/ ---------------------------
+
+
+@pytest.fixture(scope="module")
+def kubeflow_install() -> list[dict[str, Any]]:
+    return load_kustomization(MANIFESTS / "kubeflow")[0]
+
+
+def test_the_default_install_keeps_the_short_name_and_has_no_tfjob_crd(
+        cluster_install: list[dict[str, Any]]) -> None:
+    crd = find(cluster_install, "CustomResourceDefinition")
+    assert crd["spec"]["names"]["shortNames"] == ["tfjob"]
+
+
+def test_the_kubeflow_install_serves_both_kinds_without_a_name_clash(kubeflow_install: list[dict[str, Any]]) -> None:
+    crds = [o for o in kubeflow_install if o["kind"] == "CustomResourceDefinition"]
+    taken: list[str] = []
+    for crd in crds:
+        names = crd["spec"]["names"]
+        taken += [names["plural"], names["singular"], *names.get("shortNames", [])]
+    assert sorted(c["metadata"]["name"] for c in crds) == ["tensorflowjobs.kubeflow.org", "tfjobs.kubeflow.org"]
+    assert len(taken) == len(set(taken))
+
+
+def test_the_kubeflow_installs_tensorflowjob_crd_differs_from_the_default_only_in_the_short_name() -> None:
+    default = load_objects(MANIFESTS / "crd.yaml")[0]
+    beside = load_objects(MANIFESTS / "kubeflow" / "tensorflowjob-crd.yaml")[0]
+    assert {**default["spec"]["names"], "shortNames": None} == {**beside["spec"]["names"], "shortNames": None}
+    assert {**default["spec"], "names": None} == {**beside["spec"], "names": None}
+
+
+def test_the_tfjob_crd_has_kubeflows_names_and_the_marker_category() -> None:
+    crd = load_objects(MANIFESTS / "kubeflow" / "tfjob-crd.yaml")[0]
+    assert crd["spec"]["names"] == {"kind": "TFJob", "listKind": "TFJobList", "plural": "tfjobs", "singular": "tfjob",
+                                    "categories": ["kubeflow", "tfjob-operator"]}
+    [version] = crd["spec"]["versions"]
+    assert (version["name"], version["storage"]) == ("v1", True)
+    assert [c["name"] for c in version["additionalPrinterColumns"]] == ["State", "Age"]
+
+
+def test_the_kubeflow_install_is_the_default_one_but_for_the_crds(cluster_install: list[dict[str, Any]],
+                                                                  kubeflow_install: list[dict[str, Any]]) -> None:
+    def rest(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return sorted((o for o in objects if o["kind"] != "CustomResourceDefinition"),
+                      key=lambda o: (o["kind"], o["metadata"]["name"]))
+    assert rest(kubeflow_install) == rest(cluster_install)
+
+
+def test_the_handover_install_leaves_tfjobs_without_managed_by_to_kubeflow() -> None:
+    kustomization = yaml.safe_load((MANIFESTS / "kubeflow-handover" / "kustomization.yaml").read_text())
+    assert kustomization["resources"] == ["../kubeflow"]
+    [patch] = kustomization["patches"]
+    [operation] = yaml.safe_load(patch["patch"])
+    flags = build_parser().parse_args(["run", operation["value"]])
+    assert flags.kubeflow_tfjob_without_managed_by == "leave"

@@ -1,5 +1,7 @@
 """Fixtures for the controller's integration tests: the CRD installed, a running operator process,
-an API client, and `TfJobs`, a small driver for one test namespace.
+an API client, and `TfJobs`, a small driver for one test namespace (`KubeflowTfJobs` for Kubeflow's
+TFJob kind: tests parametrised with `tests.support.kinds.both_kinds` run once per kind, the cluster's
+CRDs switched for the kind by `CrdScheme`).
 
 The operator runs as a real `tfjob-operator run --kubeconfig ...` subprocess (session-scoped; tests
 that kill or restart it start their own with `start_operator`). Its log is printed when a test fails.
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,13 +21,18 @@ from typing import Any
 
 import pytest
 
+from controller.job.kubeflow.status import to_model_status
 from devcluster.ports import free_port
 from kube import ApiError, Kube, resource_path
 from tests.support.jobs import SIM_EXIT_AFTER, SIM_EXIT_CODE, devcluster_role, tfjob
+from tests.support.kubeflow import as_tfjob, as_tfjob_patch
 from tests.support.polling import wait_for
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 CRD = ROOT / "manifests" / "crd.yaml"
+KUBEFLOW_TENSORFLOWJOB_CRD = ROOT / "manifests" / "kubeflow" / "tensorflowjob-crd.yaml"
+TFJOB_CRD = ROOT / "manifests" / "kubeflow" / "tfjob-crd.yaml"
+TFJOB_CRD_NAME = "tfjobs.kubeflow.org"
 LOG_DIR = pathlib.Path(os.environ.get("TFJOB_TEST_LOG_DIR", "/tmp/tfjob-operator-test-logs"))
 
 
@@ -91,17 +99,92 @@ def api(cluster: Any) -> Iterator[Kube]:
     client.close()
 
 
+def crd_path(name: str) -> str:
+    return resource_path("apiextensions.k8s.io", "v1", "customresourcedefinitions", None, name)
+
+
+def crd_condition(api: Kube, name: str, kind: str) -> bool:
+    try:
+        conditions = (api.get(crd_path(name)).get("status") or {}).get("conditions") or []
+    except ApiError as error:
+        if error.not_found:
+            return False
+        raise
+    return any(c["type"] == kind and c["status"] == "True" for c in conditions)
+
+
+class CrdScheme:
+    """Which CRDs the session's cluster serves: "default" (manifests/crd.yaml: TensorFlowJob with the
+    short name tfjob) or "kubeflow" (manifests/kubeflow/: TensorFlowJob without it, and the TFJob CRD).
+
+    Tests of either kind ask for their scheme (`use`); a switch stops the session operator, changes
+    the CRDs, drops kubectl's discovery cache (it would still map `tfjob` to the other kind) and
+    starts the operator again, so under "kubeflow" it serves TFJobs (--kubeflow-tfjob=auto)."""
+
+    def __init__(self, cluster: Any, api: Kube) -> None:
+        self.cluster, self.api = cluster, api
+        self.current = "default"
+
+    def use(self, scheme: str) -> None:
+        if scheme == self.current:
+            return
+        shared = _SESSION_OPERATOR[0] if _SESSION_OPERATOR else None
+        if shared is not None:
+            shared.stop()
+        if scheme == "kubeflow":
+            self.cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(KUBEFLOW_TENSORFLOWJOB_CRD),
+                                 "-f", str(TFJOB_CRD))
+            wait_for(lambda: crd_condition(self.api, TFJOB_CRD_NAME, "Established"), 60, "the TFJob CRD")
+        else:
+            self.to_default()
+        shutil.rmtree(pathlib.Path(self.cluster.dir) / "kubectl-cache", ignore_errors=True)
+        self.current = scheme
+        if shared is not None:
+            shared.start()
+
+    def to_default(self) -> None:
+        try:
+            self.api.delete(crd_path(TFJOB_CRD_NAME))
+        except ApiError as error:
+            if not error.not_found:
+                raise
+        wait_for(lambda: not self.served(TFJOB_CRD_NAME), 120, "the TFJob CRD to be gone")
+        self.cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRD))
+        wait_for(lambda: "tfjob" in self.short_names(), 60, "the TensorFlowJob CRD to accept its short name")
+
+    def served(self, name: str) -> bool:
+        try:
+            self.api.get(crd_path(name))
+        except ApiError as error:
+            if error.not_found:
+                return False
+            raise
+        return True
+
+    def short_names(self) -> list[str]:
+        status = self.api.get(crd_path("tensorflowjobs.kubeflow.org")).get("status") or {}
+        return (status.get("acceptedNames") or {}).get("shortNames") or []
+
+
 @pytest.fixture(scope="session")
 def crd(cluster: Any, api: Kube) -> None:
-    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRD))
-    path = resource_path("apiextensions.k8s.io", "v1", "customresourcedefinitions", None,
-                         "tensorflowjobs.kubeflow.org")
+    scheme = CrdScheme(cluster, api)
+    scheme.to_default()  # (a reused cluster may be left with the other scheme)
+    _SCHEME.append(scheme)
+    wait_for(lambda: crd_condition(api, "tensorflowjobs.kubeflow.org", "Established"), 60,
+             "the TensorFlowJob CRD to be Established")
 
-    def established() -> bool:
-        conditions = (api.get(path).get("status") or {}).get("conditions") or []
-        return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
 
-    wait_for(established, 60, "the TensorFlowJob CRD to be Established")
+@pytest.fixture
+def crd_scheme(crd: None) -> CrdScheme:
+    return _SCHEME[0]
+
+
+@pytest.fixture(scope="session")
+def job_kind(request: pytest.FixtureRequest) -> str:
+    """The kind a test's jobs are (TensorFlowJob unless a test is parametrised with
+    `tests.support.kinds.both_kinds`)."""
+    return getattr(request, "param", "TensorFlowJob")
 
 
 @pytest.fixture(scope="session")
@@ -127,6 +210,7 @@ def no_session_operator() -> Iterator[None]:
 
 
 _SESSION_OPERATOR: list[Operator] = []
+_SCHEME: list[CrdScheme] = []
 
 
 @pytest.fixture
@@ -246,9 +330,44 @@ class TfJobs:
         return items
 
 
+class KubeflowTfJobs(TfJobs):
+    """`TfJobs` for Kubeflow's TFJob kind: the same scenarios, each job created as the TFJob that
+    means the same (`tests.support.kubeflow.as_tfjob`), and its status read as the planner's (so
+    one assertion holds for both kinds; the TFJob's own status is `stored_status`)."""
+
+    def path(self, name: str | None = None, sub: str | None = None) -> str:
+        return resource_path("kubeflow.org", "v1", "tfjobs", self.namespace, name, sub)
+
+    def create(self, name: str, **spec: Any) -> dict[str, Any]:
+        return self.api.create(self.path(), as_tfjob(name, spec, namespace=self.namespace))
+
+    def patch(self, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+        return self.api.patch(self.path(name), {"spec": as_tfjob_patch(spec)})
+
+    def stored_status(self, name: str) -> dict[str, Any]:
+        return super().status(name)
+
+    def status(self, name: str) -> dict[str, Any]:
+        return to_model_status(self.stored_status(name))
+
+
 @pytest.fixture
-def tfjobs(api: Kube, namespace: str, cluster: Any, operator: Operator) -> TfJobs:
+def tfjobs(api: Kube, namespace: str, cluster: Any, operator: Operator, crd_scheme: CrdScheme,
+           job_kind: str) -> TfJobs:
+    """The driver of the test's kind of job, with the cluster's CRDs set for it."""
+    if job_kind == "TFJob":
+        crd_scheme.use("kubeflow")
+        return KubeflowTfJobs(api, namespace, cluster)
+    crd_scheme.use("default")
     return TfJobs(api, namespace, cluster)
+
+
+@pytest.fixture
+def kubeflow_tfjobs(api: Kube, namespace: str, cluster: Any, operator: Operator,
+                    crd_scheme: CrdScheme) -> KubeflowTfJobs:
+    """TFJobs served by the session operator (the cluster set to serve both kinds)."""
+    crd_scheme.use("kubeflow")
+    return KubeflowTfJobs(api, namespace, cluster)
 
 
 @pytest.fixture

@@ -1,12 +1,14 @@
 """The TensorFlowJob lifecycle on a real API server with KWOK nodes: pods, Service and TF_CONFIG;
 success, failure and restart policies; back-off limit, deadline and TTL; suspend and resume; and
-what cleanPodPolicy leaves behind."""
+what cleanPodPolicy leaves behind. The scenarios marked `both_kinds` run for Kubeflow's TFJob kind too."""
 
 from __future__ import annotations
 
 import json
 import time
 from typing import Any
+
+from tests.support.kinds import both_kinds
 
 
 def tf_config(pod: dict[str, Any]) -> dict[str, Any]:
@@ -61,6 +63,7 @@ def test_chief_success_succeeds_the_job_and_cleans_running_pods(tfjobs: Any) -> 
     assert table.split("\n")[1].split()[:2] == ["ok", "Succeeded"]
 
 
+@both_kinds
 def test_workers_only_job_succeeds_when_worker_zero_exits_zero(tfjobs: Any) -> None:
     tfjobs.create("w0", worker=tfjobs.role(3))
     tfjobs.wait_pods("w0", 3)
@@ -68,6 +71,7 @@ def test_workers_only_job_succeeds_when_worker_zero_exits_zero(tfjobs: Any) -> N
     tfjobs.wait_condition("w0", "Succeeded")
 
 
+@both_kinds
 def test_all_workers_policy_waits_for_every_worker(tfjobs: Any) -> None:
     tfjobs.create("aw", worker=tfjobs.role(2), successPolicy="AllWorkers")
     tfjobs.wait_pods("aw", 2)
@@ -79,6 +83,7 @@ def test_all_workers_policy_waits_for_every_worker(tfjobs: Any) -> None:
     tfjobs.wait_condition("aw", "Succeeded")
 
 
+@both_kinds
 def test_worker_failure_with_never_fails_the_job_and_deletes_active_pods(tfjobs: Any) -> None:
     tfjobs.create("nv", ps=tfjobs.role(1), worker=tfjobs.role(2, policy="Never"))
     tfjobs.wait_pods("nv", 3)
@@ -88,6 +93,7 @@ def test_worker_failure_with_never_fails_the_job_and_deletes_active_pods(tfjobs:
     tfjobs.wait_for(lambda: tfjobs.pod_names("nv") == ["nv-worker-1"], 30, "active pods to be deleted")
 
 
+@both_kinds
 def test_on_failure_pod_failure_is_recreated_and_counted(tfjobs: Any) -> None:
     tfjobs.create("of", worker=tfjobs.role(2))
     first = {p["metadata"]["name"]: p["metadata"]["uid"] for p in tfjobs.wait_pods("of", 2)}
@@ -102,6 +108,7 @@ def test_on_failure_pod_failure_is_recreated_and_counted(tfjobs: Any) -> None:
     assert tfjobs.status("of")["restartCount"] == 1
 
 
+@both_kinds
 def test_backoff_limit_exceeded_fails_the_job(tfjobs: Any) -> None:
     tfjobs.create("bo", worker=tfjobs.role(1), backoffLimit=1)
     tfjobs.wait_pods("bo", 1)
@@ -113,6 +120,7 @@ def test_backoff_limit_exceeded_fails_the_job(tfjobs: Any) -> None:
     assert tfjobs.status("bo")["restartCount"] == 2
 
 
+@both_kinds
 def test_exit_code_policy_retries_137_and_fails_on_2(tfjobs: Any) -> None:
     tfjobs.create("ec", worker=tfjobs.role(2, policy="ExitCode"))
     tfjobs.wait_pods("ec", 2)
@@ -138,6 +146,7 @@ def test_restart_scope_all_recreates_every_pod_once(tfjobs: Any) -> None:
     assert tfjobs.status("rs")["restartCount"] == 1
 
 
+@both_kinds
 def test_active_deadline_fails_the_job_on_time(tfjobs: Any) -> None:
     tfjobs.create("dl", worker=tfjobs.role(2), activeDeadlineSeconds=5)
     tfjobs.wait_pods("dl", 2)
@@ -149,6 +158,7 @@ def test_active_deadline_fails_the_job_on_time(tfjobs: Any) -> None:
     tfjobs.wait_for(lambda: tfjobs.pod_names("dl") == [], 30, "active pods to be deleted")
 
 
+@both_kinds
 def test_ttl_deletes_the_finished_job_and_its_pods(tfjobs: Any) -> None:
     tfjobs.create("ttl", worker=tfjobs.role(1), ttlSecondsAfterFinished=3, cleanPodPolicy="None")
     tfjobs.wait_pods("ttl", 1)
@@ -161,6 +171,7 @@ def test_ttl_deletes_the_finished_job_and_its_pods(tfjobs: Any) -> None:
                     "garbage collection of the pods and Service")
 
 
+@both_kinds
 def test_suspended_job_has_no_pods_until_resumed(tfjobs: Any) -> None:
     tfjobs.create("sp", worker=tfjobs.role(2), suspend=True)
     tfjobs.wait_condition("sp", "Suspended")
@@ -174,6 +185,7 @@ def test_suspended_job_has_no_pods_until_resumed(tfjobs: Any) -> None:
     assert tfjobs.status("sp")["startTime"]
 
 
+@both_kinds
 def test_suspend_while_running_deletes_pods_and_resume_resets_start_time(tfjobs: Any) -> None:
     tfjobs.create("sr", worker=tfjobs.role(2))
     tfjobs.wait_pods("sr", 2)
@@ -201,17 +213,20 @@ def finished_pods(tfjobs: Any, name: str, policy: str) -> list[str]:
     return []
 
 
+@both_kinds
 def test_clean_pod_policy_running_keeps_only_finished_pods(tfjobs: Any) -> None:
     finished_pods(tfjobs, "cr", "Running")
     tfjobs.wait_for(lambda: tfjobs.pod_names("cr") == ["cr-chief-0", "cr-worker-1"], 30, "only finished pods left")
     assert tfjobs.service("cr") is not None
 
 
+@both_kinds
 def test_clean_pod_policy_all_deletes_every_pod_and_the_service(tfjobs: Any) -> None:
     finished_pods(tfjobs, "ca", "All")
     tfjobs.wait_for(lambda: tfjobs.pods("ca") == [] and tfjobs.service("ca") is None, 30, "everything deleted")
 
 
+@both_kinds
 def test_clean_pod_policy_none_keeps_every_pod(tfjobs: Any) -> None:
     finished_pods(tfjobs, "cn", "None")
     time.sleep(2)  # give a wrong deletion the chance to show

@@ -1,5 +1,6 @@
 """Scaling and topology changes (every pod ends up with the new TF_CONFIG), and repair of disruptions:
-pods deleted by hand, evicted from a NotReady node, or stuck terminating on a lost node."""
+pods deleted by hand, evicted from a NotReady node, or stuck terminating on a lost node. The
+scenarios marked `both_kinds` run for Kubeflow's TFJob kind too."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 from controller.job.plan import FORCE_DELETE_AFTER
 from kube import resource_path
+from tests.support.kinds import both_kinds
 
 
 def tf_configs(tfjobs: Any, job: str) -> dict[str, dict[str, Any]]:
@@ -27,6 +29,7 @@ def all_pods_see(tfjobs: Any, job: str, ps: int, workers: int) -> bool:
     return all({role: len(c["cluster"].get(role, [])) for role in expected} == expected for c in configs.values())
 
 
+@both_kinds
 def test_scale_workers_up_and_down_recreates_stale_pods_with_new_tf_config(tfjobs: Any) -> None:
     tfjobs.create("sc", ps=tfjobs.role(1), worker=tfjobs.role(2))
     tfjobs.wait_pods("sc", 3)
@@ -45,6 +48,7 @@ def test_scale_workers_up_and_down_recreates_stale_pods_with_new_tf_config(tfjob
     assert tfjobs.status("sc")["restartCount"] == 0  # rescaling is not a failure
 
 
+@both_kinds
 def test_kubectl_scale_changes_the_worker_count(tfjobs: Any) -> None:
     tfjobs.create("ks", worker=tfjobs.role(2))
     tfjobs.wait_pods("ks", 2)
@@ -52,6 +56,7 @@ def test_kubectl_scale_changes_the_worker_count(tfjobs: Any) -> None:
     tfjobs.wait_for(lambda: all_pods_see(tfjobs, "ks", 0, 3), 60, "3 workers after kubectl scale")
 
 
+@both_kinds
 def test_ps_scale_up_updates_every_workers_tf_config(tfjobs: Any) -> None:
     tfjobs.create("pu", ps=tfjobs.role(2), worker=tfjobs.role(2))
     before = {p["metadata"]["name"]: p["metadata"]["uid"] for p in tfjobs.wait_pods("pu", 4)}
@@ -64,6 +69,7 @@ def test_ps_scale_up_updates_every_workers_tf_config(tfjobs: Any) -> None:
     assert len(hashes) == 1
 
 
+@both_kinds
 def test_pod_deleted_by_hand_is_recreated_without_counting(tfjobs: Any) -> None:
     tfjobs.create("dh", worker=tfjobs.role(2))
     old = {p["metadata"]["name"]: p["metadata"]["uid"] for p in tfjobs.wait_pods("dh", 2)}
@@ -79,6 +85,7 @@ def node_of(tfjobs: Any, pod: str) -> str:
     return next(p["spec"]["nodeName"] for p in tfjobs.pods(pod.rsplit("-", 2)[0]) if p["metadata"]["name"] == pod)
 
 
+@both_kinds
 def test_node_not_ready_evicts_pods_and_they_are_recreated_elsewhere(tfjobs: Any) -> None:
     tfjobs.create("nr", worker=tfjobs.role(3))
     tfjobs.wait_pods("nr", 3)
@@ -100,6 +107,7 @@ def test_node_not_ready_evicts_pods_and_they_are_recreated_elsewhere(tfjobs: Any
         tfjobs.cluster.set_node_ready(victim, True)
 
 
+@both_kinds
 def test_pod_stuck_terminating_on_a_lost_node_is_force_deleted_and_recreated(tfjobs: Any, operator: Any) -> None:
     role = tfjobs.role(2)
     role["template"]["spec"]["terminationGracePeriodSeconds"] = 5

@@ -1,0 +1,18 @@
+"""Kubeflow's `TFJob` kind (kubeflow.org/v1, as Kubeflow's training operator v1.9 defined it), served by
+the same rules as `TensorFlowJob`.
+
+The operator has one job model -- the TensorFlowJob spec the planner reads -- and this package is the
+pure translation between that model and the TFJob API, so one planner and one reconciler serve both
+kinds:
+
+* `names` -- the TFJob's API coordinates, Kubeflow's labels, replica types and `runPolicy.managedBy`
+  values;
+* `model` -- a TFJob in, the job model out, with Kubeflow's defaults for this kind;
+* `status` -- the planner's status out as Kubeflow writes a TFJob's status, and back;
+* `validation` -- what Kubeflow's webhook (and this project's CRD) rejects, with TFJob field paths;
+* `ownership` -- whether this operator serves a given TFJob (`runPolicy.managedBy`);
+* `labels` -- the Kubeflow labels on a TFJob's pods and Service;
+* `convert` -- a TFJob rewritten as the equivalent TensorFlowJob, and what does not carry over.
+
+Everything here is a function of plain dicts, tested without a cluster (docs/kubeflow.md).
+"""

@@ -1,0 +1,39 @@
+"""`tfjob-operator convert`: the TensorFlowJob for a TFJob, and what does not carry over."""
+
+from __future__ import annotations
+
+from controller.job.kubeflow.convert import NO_LIMIT, convert
+from controller.job.validation import validate_job
+from tests.support.kubeflow import replica, tfjob_manifest
+
+
+def test_kubeflows_defaults_are_written_out() -> None:
+    job = convert(tfjob_manifest("j", {"PS": replica(2), "Worker": replica(4)})).job
+    assert job["spec"]["ps"]["restartPolicy"] == job["spec"]["worker"]["restartPolicy"] == "Never"
+    assert (job["spec"]["cleanPodPolicy"], job["spec"]["backoffLimit"]) == ("None", NO_LIMIT)
+
+
+def test_the_result_is_a_valid_tensorflowjob() -> None:
+    tfjob = tfjob_manifest("j", {"Chief": replica(1), "Evaluator": replica(1), "Worker": replica(2)},
+                           backoffLimit=3, ttlSecondsAfterFinished=60, suspend=True, metadata={"namespace": "a"})
+    tfjob["spec"]["successPolicy"] = "AllWorkers"
+    job = convert(tfjob).job
+    assert validate_job(job) == []
+    assert {k: job["spec"][k] for k in ("backoffLimit", "ttlSecondsAfterFinished", "suspend", "successPolicy")} == {
+        "backoffLimit": 3, "ttlSecondsAfterFinished": 60, "suspend": True, "successPolicy": "AllWorkers"}
+    assert job["metadata"] == {"name": "j", "namespace": "a"}
+
+
+def test_master_becomes_the_chief_with_a_note() -> None:
+    conversion = convert(tfjob_manifest("j", {"Master": replica(1), "Worker": replica(1)}, backoffLimit=1))
+    assert "chief" in conversion.job["spec"]
+    assert conversion.notes == ["spec.tfReplicaSpecs.Master becomes spec.chief: its pod is <name>-chief-0 and its "
+                                "TF_CONFIG task type is chief"]
+
+
+def test_what_does_not_carry_over_is_named_field_by_field() -> None:
+    tfjob = tfjob_manifest("j", {"Worker": replica(1), "Evaluator": replica(1)}, backoffLimit=1,
+                           managedBy="kubeflow.org/training-operator", schedulingPolicy={"queue": "q"})
+    tfjob["spec"]["enableDynamicWorker"] = True
+    assert [note.split(" ")[0] for note in convert(tfjob).notes] == [
+        "spec.runPolicy.managedBy", "spec.runPolicy.schedulingPolicy", "spec.enableDynamicWorker", "the"]

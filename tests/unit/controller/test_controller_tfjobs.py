@@ -1,0 +1,114 @@
+"""Serving Kubeflow's TFJob kind beside TensorFlowJob: the TFJob informer and when it exists, keys
+that carry the kind, owned pods mapped by kind and UID, and `runPolicy.managedBy` honoured."""
+
+from __future__ import annotations
+
+from typing import Any
+from unittest.mock import Mock
+
+import pytest
+from pytest_mock import MockerFixture
+
+from controller.controller import Controller, tfjob_crd_is_ours
+from kube import ApiError, Kube
+from tests.support.jobs import role, tfjob
+from tests.support.kubeflow import replica, tfjob_manifest
+
+TFJOB_DISCOVERY = {"resources": [
+    {"name": "tfjobs", "kind": "TFJob", "categories": ["kubeflow", "tfjob-operator"]},
+    {"name": "tensorflowjobs", "kind": "TensorFlowJob", "categories": ["all", "kubeflow"]}]}
+
+
+@pytest.fixture
+def kube(mocker: MockerFixture) -> Mock:
+    client = mocker.Mock(spec=Kube)
+    client.has_api.side_effect = lambda group, version, kind=None: kind == "TFJob"
+    client.get.return_value = TFJOB_DISCOVERY
+    return client
+
+
+def drain(controller: Controller) -> list[str]:
+    keys = []
+    while len(controller.queue):
+        key, _ = controller.queue.get()
+        keys.append(key)
+        controller.queue.done(key)
+    return keys
+
+
+def a_tfjob(uid: str = "tf-uid", **run_policy: Any) -> dict[str, Any]:
+    return tfjob_manifest("j", {"Worker": replica(1)}, metadata={"namespace": "ns", "uid": uid,
+                                                                  "resourceVersion": "1"}, **run_policy)
+
+
+def owned_pod(kind: str, uid: str) -> dict[str, Any]:
+    return {"metadata": {"name": "j-worker-0", "namespace": "ns", "uid": "p1", "ownerReferences": [
+        {"apiVersion": "kubeflow.org/v1", "kind": kind, "name": "j", "uid": uid, "controller": True}]}}
+
+
+def test_tfjobs_are_served_when_this_projects_tfjob_crd_is(kube: Mock) -> None:
+    assert Controller(kube).tfjobs is not None
+
+
+def test_tfjobs_are_not_served_under_kubeflows_own_crd(kube: Mock) -> None:
+    kube.get.return_value = {"resources": [{"name": "tfjobs", "kind": "TFJob"}]}
+    assert not tfjob_crd_is_ours(kube)
+    assert Controller(kube).tfjobs is None
+
+
+def test_tfjobs_are_not_served_when_discovery_fails(kube: Mock) -> None:
+    kube.get.side_effect = ApiError(503, "unavailable")
+    assert Controller(kube).tfjobs is None
+
+
+def test_with_tfjobs_off_no_tfjob_is_read_or_written(kube: Mock) -> None:
+    controller = Controller(kube, serve_tfjobs=False, use_kueue=False)
+    assert controller.tfjobs is None
+    assert "tfjobs" not in controller.informer_factory.informers
+    controller._pod_added(owned_pod("TFJob", "tf-uid"))
+    assert controller.get_job("TFJob:ns/j") is None
+    assert controller.reconciler.reconcile("TFJob:ns/j").created == []
+    assert not kube.create.called and not kube.patch.called and not kube.delete.called
+    assert drain(controller) == []
+
+
+def test_a_tfjob_is_queued_under_a_key_that_names_its_kind(kube: Mock) -> None:
+    controller = Controller(kube)
+    controller._tfjob_added(a_tfjob())
+    assert drain(controller) == ["TFJob:ns/j"]
+
+
+def test_a_pod_maps_to_the_tfjob_or_tensorflowjob_that_controls_it(kube: Mock) -> None:
+    controller = Controller(kube)
+    controller.tfjobs.store.add(a_tfjob(uid="tf-uid"))
+    controller.jobs.store.add(tfjob("j", {"worker": role(1)}, namespace="ns", uid="tfj-uid", resourceVersion="1"))
+    controller._child_deleted(owned_pod("TFJob", "tf-uid"))
+    controller._child_deleted(owned_pod("TensorFlowJob", "tfj-uid"))
+    assert drain(controller) == ["TFJob:ns/j", "ns/j"]
+
+
+def test_a_pod_of_an_earlier_tfjob_of_the_same_name_is_ignored(kube: Mock) -> None:
+    controller = Controller(kube)
+    controller.tfjobs.store.add(a_tfjob(uid="new-uid"))
+    controller._child_deleted(owned_pod("TFJob", "old-uid"))
+    assert drain(controller) == []
+
+
+def test_a_tfjob_managed_by_kubeflows_operator_is_never_queued_nor_read(kube: Mock) -> None:
+    controller = Controller(kube)
+    job = a_tfjob(managedBy="kubeflow.org/training-operator")
+    controller.tfjobs.store.add(job)
+    controller._tfjob_added(job)
+    controller._tfjob_updated(job, {**job, "metadata": {**job["metadata"], "resourceVersion": "2"}})
+    assert drain(controller) == []
+    assert controller.get_job("TFJob:ns/j") is None
+
+
+def test_during_a_hand_over_only_tfjobs_that_name_this_operator_are_served(kube: Mock) -> None:
+    controller = Controller(kube, serve_unmanaged_tfjobs=False)
+    unmanaged = a_tfjob()
+    ours = {**a_tfjob(managedBy="tensorflowjob.kubeflow.org/tfjob-operator")}
+    ours["metadata"] = {**ours["metadata"], "name": "mine"}
+    controller._tfjob_added(unmanaged)
+    controller._tfjob_added(ours)
+    assert drain(controller) == ["TFJob:ns/mine"]
