@@ -16,22 +16,38 @@ import yaml
 _REPO_CRD = pathlib.Path(__file__).resolve().parents[2] / "manifests" / "crd.yaml"
 
 
-def crd_path() -> pathlib.Path:
-    override = os.environ.get("TFJOB_CRD")
-    return pathlib.Path(override) if override else _REPO_CRD
+def crd_file(environment: str, in_repository: pathlib.Path) -> pathlib.Path:
+    """Where a CRD file is: `$environment` when set (the container image sets it), else the copy in
+    the repository."""
+    override = os.environ.get(environment)
+    return pathlib.Path(override) if override else in_repository
 
 
 @functools.cache
-def crd() -> dict[str, Any]:
-    path = crd_path()
+def load_crd(path: pathlib.Path, environment: str) -> dict[str, Any]:
+    """A CRD file, parsed once."""
     try:
-        # libyaml when present: the CRD is 170 kB, and the pure-Python parser takes ~0.2-1 s.
+        # libyaml when present: a CRD with the pod template is 170 kB, and the pure-Python parser
+        # takes ~0.2-1 s.
         return yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except OSError as error:
-        raise RuntimeError(f"cannot read the TensorFlowJob CRD at {path} (set TFJOB_CRD): {error}") from error
+        raise RuntimeError(f"cannot read the CRD at {path} (set {environment}): {error}") from error
+
+
+def served_schema(crd: dict[str, Any]) -> dict[str, Any]:
+    """The `openAPIV3Schema` of a CRD's served version."""
+    return crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+
+
+def crd_path() -> pathlib.Path:
+    return crd_file("TFJOB_CRD", _REPO_CRD)
+
+
+def crd() -> dict[str, Any]:
+    return load_crd(crd_path(), "TFJOB_CRD")
 
 
 @functools.cache
 def job_schema() -> dict[str, Any]:
     """The `openAPIV3Schema` of the served version."""
-    return crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    return served_schema(crd())

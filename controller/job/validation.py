@@ -19,7 +19,7 @@ import ipaddress
 import json
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,15 +58,22 @@ def validate_job(job: Any) -> list[Problem]:
     The status is not the user's input (the API server ignores it on create and update; only the
     operator writes it through the status subresource), so it is neither validated nor part of the
     memo's key: a job whose status changed is not validated again."""
-    if isinstance(job, Mapping) and "status" in job:
-        job = {k: v for k, v in job.items() if k != "status"}
-    digest = document_digest(job)
+    return remembered(job, _validate)
+
+
+def remembered(document: Any, check: Callable[[Any], list[Problem]]) -> list[Problem]:
+    """`check(document)` without its status, answered from memory for a document already checked:
+    an informer delivers the same job again and again (resyncs, status writes), and validating
+    the whole pod template schema each time would cost more than the reconcile itself."""
+    if isinstance(document, Mapping) and "status" in document:
+        document = {k: v for k, v in document.items() if k != "status"}
+    digest = document_digest(document)
     if digest is not None:
         with _REMEMBERED_LOCK:
             known = _REMEMBERED.get(digest)
         if known is not None:
             return list(known)
-    problems = _validate(job)
+    problems = check(document)
     if digest is not None:
         with _REMEMBERED_LOCK:
             _REMEMBERED[digest] = tuple(problems)

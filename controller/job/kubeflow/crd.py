@@ -8,30 +8,23 @@ once, like the TensorFlowJob CRD (`controller.job.crd`).
 from __future__ import annotations
 
 import functools
-import os
 import pathlib
 from typing import Any
 
-import yaml
+from controller.job.crd import crd_file, load_crd, served_schema
 
 _REPO_CRD = pathlib.Path(__file__).resolve().parents[3] / "manifests" / "kubeflow" / "tfjob-crd.yaml"
 
 
 def crd_path() -> pathlib.Path:
-    override = os.environ.get("TFJOB_KUBEFLOW_CRD")
-    return pathlib.Path(override) if override else _REPO_CRD
+    return crd_file("TFJOB_KUBEFLOW_CRD", _REPO_CRD)
 
 
-@functools.cache
 def tfjob_crd() -> dict[str, Any]:
-    path = crd_path()
-    try:
-        return yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except OSError as error:
-        raise RuntimeError(f"cannot read the TFJob CRD at {path} (set TFJOB_KUBEFLOW_CRD): {error}") from error
+    return load_crd(crd_path(), "TFJOB_KUBEFLOW_CRD")
 
 
 @functools.cache
 def tfjob_schema() -> dict[str, Any]:
     """The `openAPIV3Schema` of the served version."""
-    return tfjob_crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    return served_schema(tfjob_crd())

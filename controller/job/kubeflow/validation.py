@@ -10,11 +10,9 @@ Memoised by a digest of the document, as the TensorFlowJob's validation is.
 from __future__ import annotations
 
 import functools
-import threading
 from collections.abc import Mapping
 from typing import Any
 
-import cachetools
 import jsonschema
 
 from controller.job.kubeflow.crd import tfjob_schema
@@ -22,9 +20,9 @@ from controller.job.kubeflow.model import to_model
 from controller.job.kubeflow.names import API_VERSION, KIND, REPLICA_TYPES, ROLE_OF_TYPE, canonical_type
 from controller.job.validation import (
     Problem,
-    document_digest,
     name_problems,
     pod_name_problems,
+    remembered,
     schema_problems,
     strict_validator,
 )
@@ -33,8 +31,6 @@ from tfconfig import TF_CONTAINER, role_port, role_replicas
 ONE_AT_MOST = ("chief", "evaluator")
 SPECS = "spec.tfReplicaSpecs"
 
-_REMEMBERED: cachetools.LRUCache[bytes, tuple[Problem, ...]] = cachetools.LRUCache(maxsize=4096)
-_REMEMBERED_LOCK = threading.Lock()
 
 
 @functools.cache
@@ -44,19 +40,7 @@ def _validator() -> jsonschema.protocols.Validator:
 
 def validate_tfjob(tfjob: Any) -> list[Problem]:
     """Every problem of one TFJob document (its status is not validated); empty when it is valid."""
-    if isinstance(tfjob, Mapping) and "status" in tfjob:
-        tfjob = {k: v for k, v in tfjob.items() if k != "status"}
-    digest = document_digest(tfjob)
-    if digest is not None:
-        with _REMEMBERED_LOCK:
-            known = _REMEMBERED.get(digest)
-        if known is not None:
-            return list(known)
-    problems = _validate(tfjob)
-    if digest is not None:
-        with _REMEMBERED_LOCK:
-            _REMEMBERED[digest] = tuple(problems)
-    return problems
+    return remembered(tfjob, _validate)
 
 
 def _validate(tfjob: Any) -> list[Problem]:

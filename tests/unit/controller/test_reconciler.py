@@ -17,6 +17,7 @@ from controller.job.timeutil import format_time
 from controller.reconciler import STALE_CACHE_WAIT, Reconciler, RequeueError
 from kube import ApiError, Kube
 from kube.clock import FakeClock
+from tests.support.caches import FakeCaches
 from tests.support.jobs import pods_for, role, tfjob
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
@@ -27,24 +28,6 @@ JOB_PATH = "/apis/kubeflow.org/v1/namespaces/ns/tensorflowjobs/j"
 def make_job(workers: int = 2, **spec: Any) -> dict[str, Any]:
     return tfjob("j", {"worker": role(workers), **spec}, namespace="ns", uid="job-uid", resourceVersion="10",
                  generation=1)
-
-
-class FakeCaches:
-    def __init__(self, job: dict[str, Any] | None, pods: list[dict[str, Any]] | None = None,
-                 service: dict[str, Any] | None = None) -> None:
-        self.job, self.pods, self.service = job, pods or [], service
-
-    def get_job(self, key: str) -> dict[str, Any] | None:
-        return self.job
-
-    def pods_of(self, job_uid: str) -> list[dict[str, Any]]:
-        return self.pods
-
-    def get_service(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return self.service
-
-    def node_ready(self, name: str) -> bool | None:
-        return True
 
 
 def running_pods(job: dict[str, Any]) -> list[dict[str, Any]]:

@@ -16,6 +16,7 @@ from controller.job.defaults import apply_defaults
 from controller.reconciler import Reconciler, RequeueError
 from kube import ApiError, Kube
 from kube.clock import FakeClock
+from tests.support.caches import FakeCaches
 from tests.support.jobs import pods_for, role, tfjob
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
@@ -27,27 +28,6 @@ def make_job(workers: int = 2, **policy: Any) -> dict[str, Any]:
                  uid="job-uid", resourceVersion="10", generation=1)
 
 
-class Caches:
-    def __init__(self, job: dict[str, Any], pods: list[dict[str, Any]] | None = None,
-                 service: dict[str, Any] | None = None, policy: dict[str, Any] | None = None) -> None:
-        self.job, self.pods, self.service, self.policy = job, pods or [], service, policy
-
-    def get_job(self, key: str) -> dict[str, Any] | None:
-        return self.job
-
-    def pods_of(self, job_uid: str) -> list[dict[str, Any]]:
-        return self.pods
-
-    def get_service(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return self.service
-
-    def node_ready(self, name: str) -> bool | None:
-        return True
-
-    def get_network_policy(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return self.policy if self.policy and self.policy["metadata"]["name"] == name else None
-
-
 @pytest.fixture
 def kube(mocker: MockerFixture) -> Mock:
     client = mocker.Mock(spec=Kube)
@@ -57,7 +37,7 @@ def kube(mocker: MockerFixture) -> Mock:
     return client
 
 
-def reconciler(kube: Mock, caches: Caches, default_on: bool = False) -> Reconciler:
+def reconciler(kube: Mock, caches: FakeCaches, default_on: bool = False) -> Reconciler:
     return Reconciler(kube, caches, clock=FakeClock(wall=NOW), create_parallelism=4,
                       network_policies=caches.get_network_policy, network_policy_default=default_on)
 
@@ -73,7 +53,7 @@ def created_kinds(kube: Mock) -> list[str]:
 
 
 def test_the_policy_is_created_before_the_service_and_the_pods(kube: Mock) -> None:
-    outcome = reconciler(kube, Caches(make_job())).reconcile("ns/j")
+    outcome = reconciler(kube, FakeCaches(make_job())).reconcile("ns/j")
     assert kube.create.call_args_list[0].args[0] == POLICIES
     assert created_kinds(kube)[0] == "NetworkPolicy"
     assert sorted(created_kinds(kube)[1:]) == ["Pod", "Pod", "Service"]
@@ -83,7 +63,7 @@ def test_the_policy_is_created_before_the_service_and_the_pods(kube: Mock) -> No
 
 def test_a_policy_the_cache_already_shows_is_not_created_again(kube: Mock) -> None:
     job = make_job()
-    reconciler(kube, Caches(job, policy=owned_policy(job))).reconcile("ns/j")
+    reconciler(kube, FakeCaches(job, policy=owned_policy(job))).reconcile("ns/j")
     assert "NetworkPolicy" not in created_kinds(kube)
 
 
@@ -95,7 +75,7 @@ def test_a_refused_policy_holds_the_pods_back_and_retries(kube: Mock) -> None:
 
     kube.create.side_effect = create
     with pytest.raises(RequeueError):
-        reconciler(kube, Caches(make_job())).reconcile("ns/j")
+        reconciler(kube, FakeCaches(make_job())).reconcile("ns/j")
     assert "Pod" not in created_kinds(kube)
     status = kube.patch.call_args.args[1]["status"]
     assert "startTime" not in status  # the clock does not start for pods held back
@@ -105,7 +85,7 @@ def test_a_policy_name_held_by_a_foreign_object_is_a_conflict_and_holds_the_pods
     job = make_job()
     foreign = {"metadata": {"name": "j-tfjob", "namespace": "ns", "uid": "other"}, "spec": {}}
     with pytest.raises(RequeueError):
-        reconciler(kube, Caches(job, policy=foreign)).reconcile("ns/j")
+        reconciler(kube, FakeCaches(job, policy=foreign)).reconcile("ns/j")
     assert created_kinds(kube) == ["Service"]
     running = next(c for c in kube.patch.call_args.args[1]["status"]["conditions"] if c["type"] == "Running")
     assert running["reason"] == "NameConflict"
@@ -121,7 +101,7 @@ def test_a_policy_that_exists_but_is_not_cached_yet_lets_the_pods_go(kube: Mock)
 
     kube.create.side_effect = create
     kube.get.return_value = owned_policy(make_job())
-    reconciler(kube, Caches(make_job())).reconcile("ns/j")
+    reconciler(kube, FakeCaches(make_job())).reconcile("ns/j")
     kube.get.assert_called_once_with(POLICIES + "/j-tfjob")
     assert created_kinds(kube).count("Pod") == 2
 
@@ -133,7 +113,7 @@ def test_a_policy_the_api_server_rejects_fails_the_job(kube: Mock) -> None:
         return body
 
     kube.create.side_effect = create
-    reconciler(kube, Caches(make_job())).reconcile("ns/j")
+    reconciler(kube, FakeCaches(make_job())).reconcile("ns/j")
     status = kube.patch.call_args.args[1]["status"]
     failed = next(c for c in status["conditions"] if c["type"] == "Failed")
     assert failed["reason"] == "InvalidNetworkPolicy"
@@ -148,7 +128,7 @@ def test_a_changed_policy_is_patched_with_a_resource_version_precondition(kube: 
     pods = pods_for(apply_defaults(job), node=None)
     service = build_service(apply_defaults(job))
     service["metadata"]["uid"] = "svc-uid"
-    outcome = reconciler(kube, Caches(job, pods, service, stale)).reconcile("ns/j")
+    outcome = reconciler(kube, FakeCaches(job, pods, service, stale)).reconcile("ns/j")
     path, body = next(c.args for c in kube.patch.call_args_list if "networkpolicies" in c.args[0])
     assert path == POLICIES + "/j-tfjob"
     assert body["metadata"] == {"resourceVersion": "3"}
@@ -160,11 +140,11 @@ def test_a_policy_no_longer_wanted_is_deleted_by_uid(kube: Mock) -> None:
     job = make_job()
     stored = owned_policy(job)
     job["spec"]["networkPolicy"]["enabled"] = False
-    reconciler(kube, Caches(job, policy=stored)).reconcile("ns/j")
+    reconciler(kube, FakeCaches(job, policy=stored)).reconcile("ns/j")
     kube.delete.assert_called_once_with(POLICIES + "/j-tfjob", uid="np-uid")
 
 
 def test_without_a_policy_cache_the_reconciler_never_touches_network_policies(kube: Mock) -> None:
-    caches = Caches(make_job())
+    caches = FakeCaches(make_job())
     Reconciler(kube, caches, clock=FakeClock(wall=NOW), create_parallelism=4).reconcile("ns/j")
     assert "NetworkPolicy" not in created_kinds(kube)

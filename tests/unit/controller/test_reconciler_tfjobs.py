@@ -16,6 +16,7 @@ from controller.job.kubeflow.model import to_model
 from controller.reconciler import Reconciler
 from kube import Kube
 from kube.clock import FakeClock
+from tests.support.caches import FakeCaches
 from tests.support.kubeflow import replica, tfjob_manifest
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
@@ -27,24 +28,6 @@ def a_tfjob(**run_policy: Any) -> dict[str, Any]:
     return tfjob_manifest("j", {"PS": replica(1), "Worker": replica(2)},
                           metadata={"namespace": "ns", "uid": "tf-uid", "resourceVersion": "10", "generation": 1},
                           **run_policy)
-
-
-class Caches:
-    def __init__(self, job: dict[str, Any]) -> None:
-        self.job, self.pods, self.service = job, [], None
-
-    def get_job(self, key: str) -> dict[str, Any] | None:
-        assert key == KEY
-        return self.job
-
-    def pods_of(self, job_uid: str) -> list[dict[str, Any]]:
-        return self.pods
-
-    def get_service(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return self.service
-
-    def node_ready(self, name: str) -> bool | None:
-        return True
 
 
 def running(job: dict[str, Any]) -> list[dict[str, Any]]:
@@ -66,14 +49,14 @@ def kube(mocker: MockerFixture) -> Mock:
 
 
 def test_a_tfjobs_pods_and_service_are_created_owned_by_the_tfjob(kube: Mock) -> None:
-    Reconciler(kube, Caches(a_tfjob()), clock=FakeClock(wall=NOW)).reconcile(KEY)
+    Reconciler(kube, FakeCaches(a_tfjob(), key=KEY), clock=FakeClock(wall=NOW)).reconcile(KEY)
     bodies = [c.args[1] for c in kube.create.call_args_list]
     assert sorted(b["metadata"]["name"] for b in bodies) == ["j", "j-ps-0", "j-worker-0", "j-worker-1"]
     assert {b["metadata"]["ownerReferences"][0]["kind"] for b in bodies} == {"TFJob"}
 
 
 def test_a_tfjobs_status_is_written_to_its_status_subresource_as_kubeflow_writes_it(kube: Mock) -> None:
-    caches = Caches(a_tfjob())
+    caches = FakeCaches(a_tfjob(), key=KEY)
     caches.pods, caches.service = running(caches.job), build_service(to_model(caches.job))
     Reconciler(kube, caches, clock=FakeClock(wall=NOW)).reconcile(KEY)
     path, body = kube.patch.call_args.args
@@ -86,7 +69,7 @@ def test_a_tfjobs_status_is_written_to_its_status_subresource_as_kubeflow_writes
 
 
 def test_an_unchanged_tfjob_costs_no_status_write(kube: Mock) -> None:
-    caches = Caches(a_tfjob())
+    caches = FakeCaches(a_tfjob(), key=KEY)
     caches.pods, caches.service = running(caches.job), build_service(to_model(caches.job))
     clock = FakeClock(wall=NOW)
     reconciler = Reconciler(kube, caches, clock=clock)
@@ -102,7 +85,7 @@ def test_a_tfjob_with_fields_the_operator_does_not_use_says_so_in_an_event(kube:
                                                                             mocker: MockerFixture) -> None:
     recorder = mocker.Mock(spec=EventRecorder)
     job = a_tfjob(schedulingPolicy={"minAvailable": 3})
-    Reconciler(kube, Caches(job), clock=FakeClock(wall=NOW), recorder=recorder).reconcile(KEY)
+    Reconciler(kube, FakeCaches(job, key=KEY), clock=FakeClock(wall=NOW), recorder=recorder).reconcile(KEY)
     ignored = [c.args for c in recorder.record.call_args_list if c.args[2] == "IgnoredField"]
     assert len(ignored) == 1 and ignored[0][1] == "Warning"
     assert ignored[0][0]["kind"] == "TFJob"
@@ -111,7 +94,7 @@ def test_a_tfjob_with_fields_the_operator_does_not_use_says_so_in_an_event(kube:
 def test_an_invalid_tfjob_fails_with_its_own_field_paths(kube: Mock) -> None:
     job = a_tfjob()
     job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["name"] = "trainer"
-    Reconciler(kube, Caches(job), clock=FakeClock(wall=NOW)).reconcile(KEY)
+    Reconciler(kube, FakeCaches(job, key=KEY), clock=FakeClock(wall=NOW)).reconcile(KEY)
     failed = next(c for c in kube.patch.call_args.args[1]["status"]["conditions"] if c["type"] == "Failed")
     assert failed["reason"] == "TFJobFailed"
     assert "spec.tfReplicaSpecs.Worker.template.spec.containers" in failed["message"]

@@ -1,0 +1,30 @@
+"""A stand-in for the controller's informer caches, for reconciler tests: one job, its pods, its
+Service and its NetworkPolicy, as plain dicts (the reconciler's `Caches` protocol)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class FakeCaches:
+    def __init__(self, job: dict[str, Any] | None, pods: list[dict[str, Any]] | None = None,
+                 service: dict[str, Any] | None = None, policy: dict[str, Any] | None = None,
+                 key: str | None = None) -> None:
+        """With `key`, asking for any other job key fails the test."""
+        self.job, self.pods, self.service, self.policy, self.key = job, pods or [], service, policy, key
+
+    def get_job(self, key: str) -> dict[str, Any] | None:
+        assert self.key is None or key == self.key, f"asked for {key}, not {self.key}"
+        return self.job
+
+    def pods_of(self, job_uid: str) -> list[dict[str, Any]]:
+        return self.pods
+
+    def get_service(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.service
+
+    def node_ready(self, name: str) -> bool | None:
+        return True
+
+    def get_network_policy(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.policy if self.policy and self.policy["metadata"]["name"] == name else None
