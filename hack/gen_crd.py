@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from crd_document import crd_document
 from tfjob_crd import build_tfjob_crd
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -364,32 +365,9 @@ def build_crd(openapi: dict[str, Any], networking: dict[str, Any]) -> dict[str, 
         {"name": "Started", "type": "date", "jsonPath": ".status.startTime", "priority": 1},
         {"name": "Completed", "type": "date", "jsonPath": ".status.completionTime", "priority": 1},
     ]
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "tensorflowjobs.kubeflow.org"},
-        "spec": {
-            "group": "kubeflow.org",
-            "names": {
-                "kind": "TensorFlowJob", "listKind": "TensorFlowJobList", "plural": "tensorflowjobs",
-                "singular": "tensorflowjob", "shortNames": ["tfjob"], "categories": ["all", "kubeflow"],
-            },
-            "scope": "Namespaced",
-            "versions": [{
-                "name": "v1", "served": True, "storage": True,
-                "schema": {"openAPIV3Schema": schema},
-                "subresources": {
-                    "status": {},
-                    "scale": {
-                        "specReplicasPath": ".spec.worker.replicas",
-                        "statusReplicasPath": ".status.replicaStatuses.worker.active",
-                        "labelSelectorPath": ".status.replicaStatuses.worker.selector",
-                    },
-                },
-                "additionalPrinterColumns": columns,
-            }],
-        },
-    }
+    names = {"kind": "TensorFlowJob", "listKind": "TensorFlowJobList", "plural": "tensorflowjobs",
+             "singular": "tensorflowjob", "shortNames": ["tfjob"], "categories": ["all", "kubeflow"]}
+    return crd_document(names, schema, ".spec.worker.replicas", ".status.replicaStatuses.worker", columns)
 
 
 def without_short_names(crd: dict[str, Any]) -> dict[str, Any]:

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from crd_document import crd_document
+
 TYPES = "['chief', 'master', 'ps', 'worker', 'evaluator']"
 MANAGED_BY = ["kubeflow.org/training-operator", "kueue.x-k8s.io/multikueue",
               "tensorflowjob.kubeflow.org/tfjob-operator"]
@@ -212,30 +214,11 @@ def build_tfjob_crd(template: dict[str, Any]) -> dict[str, Any]:
         },
         "x-kubernetes-validations": name_rules(),
     }
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "tfjobs.kubeflow.org"},
-        "spec": {
-            "group": "kubeflow.org",
-            "names": {"kind": "TFJob", "listKind": "TFJobList", "plural": "tfjobs", "singular": "tfjob",
-                      "categories": ["kubeflow", "tfjob-operator"]},
-            "scope": "Namespaced",
-            "versions": [{
-                "name": "v1", "served": True, "storage": True,
-                "schema": {"openAPIV3Schema": schema},
-                "subresources": {
-                    "status": {},
-                    "scale": {
-                        "specReplicasPath": ".spec.tfReplicaSpecs.Worker.replicas",
-                        "statusReplicasPath": ".status.replicaStatuses.Worker.active",
-                        "labelSelectorPath": ".status.replicaStatuses.Worker.selector",
-                    },
-                },
-                "additionalPrinterColumns": [
-                    {"name": "State", "type": "string", "jsonPath": ".status.conditions[-1:].type"},
-                    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
-                ],
-            }],
-        },
-    }
+    names = {"kind": "TFJob", "listKind": "TFJobList", "plural": "tfjobs", "singular": "tfjob",
+             "categories": ["kubeflow", "tfjob-operator"]}
+    columns = [
+        {"name": "State", "type": "string", "jsonPath": ".status.conditions[-1:].type"},
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    ]
+    return crd_document(names, schema, ".spec.tfReplicaSpecs.Worker.replicas", ".status.replicaStatuses.Worker",
+                        columns)
