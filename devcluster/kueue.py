@@ -16,7 +16,8 @@ control-plane components, and this module does the set-up that the kustomize ins
   webhook configurations that do not exist here); the `VisibilityOnDemand` gate off (its API server
   delegates authentication to the apiserver and needs /visibility certs); metrics disabled
   (`bindAddress: "0"`); webhook and health servers on free ports of 127.0.0.1; only the batch/job
-  integration plus TensorFlowJob as an external framework (a "known owner"; harmless).
+  integration (or the built-in frameworks a caller names, e.g. also `kubeflow.org/tfjob`) plus
+  TensorFlowJob as an external framework (a "known owner"; harmless).
   No Mutating/ValidatingWebhookConfigurations are installed: Workloads need none (the CRDs' CEL
   rules still apply), so the webhook server only has to start, which /readyz waits for.
 * **Certificates** (openssl CLI, self-signed, ECDSA P-256, 10 years):
@@ -64,6 +65,8 @@ CRD_NAMES = tuple(f"{plural}.kueue.x-k8s.io" for plural in (
 MultiKueue kinds (beta, on), so a missing one stops the manager's caches from syncing."""
 
 NAMESPACE = "kueue-system"
+DEFAULT_FRAMEWORKS = ("batch/job",)
+"""Kueue's built-in integrations enabled unless a caller names others (`Kueue(..., frameworks=...)`)."""
 METRICS_CERT_DIR = Path("/etc/kueue/metrics/certs")
 """Hard-coded in Kueue's cmd/kueue/main.go (see the module docstring)."""
 
@@ -150,8 +153,14 @@ class KueueState:
 class Kueue:
     """Kueue's manager for one running devcluster (see the module docstring for what it sets up)."""
 
-    def __init__(self, cluster: Cluster, bin_dir: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, cluster: Cluster, bin_dir: str | os.PathLike[str] | None = None,
+                 frameworks: tuple[str, ...] = DEFAULT_FRAMEWORKS) -> None:
+        """`frameworks` are Kueue's built-in integrations to enable (`integrations.frameworks`), e.g.
+        ("batch/job", "kubeflow.org/tfjob"). Kueue sets up a framework's controller once the API of its
+        kind is served (polling with a backoff of up to two minutes), so start the manager after the
+        framework's CRD is installed."""
         self.cluster = cluster
+        self.frameworks = tuple(frameworks)
         self.dir = cluster.dir / "kueue"
         self._bin_dir = Path(bin_dir) if bin_dir else None
         self._state = KueueState.load(self.state_file)
@@ -272,7 +281,8 @@ class Kueue:
             "metrics": {"bindAddress": "0"},
             "health": {"healthProbeBindAddress": f"127.0.0.1:{ports['health']}"},
             "featureGates": {"VisibilityOnDemand": False},
-            "integrations": {"frameworks": ["batch/job"], "externalFrameworks": ["TensorFlowJob.v1.kubeflow.org"]},
+            "integrations": {"frameworks": list(self.frameworks),
+                             "externalFrameworks": ["TensorFlowJob.v1.kubeflow.org"]},
             # No waitForPodsReady block: the feature is off, so the job controller need not keep
             # the Workload's PodsReady condition.
         }

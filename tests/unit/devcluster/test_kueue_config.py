@@ -1,0 +1,29 @@
+"""Unit tests of the Configuration devcluster/kueue.py writes for Kueue's manager: the built-in
+frameworks it enables (batch/job by default, others when asked). Kueue itself runs in
+tests/integration/controller/kueue/.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from devcluster.kueue import Kueue
+
+PORTS = {"webhook": 19443, "health": 18081}
+
+
+def manager(tmp_path: Path, **keywords: Any) -> Kueue:
+    cluster: Any = SimpleNamespace(dir=tmp_path)  # only the cluster's folder is read before start()
+    return Kueue(cluster, bin_dir=tmp_path, **keywords)
+
+
+def test_only_the_batch_job_framework_is_enabled_by_default(tmp_path: Path) -> None:
+    integrations = manager(tmp_path).configuration(PORTS)["integrations"]
+    assert integrations == {"frameworks": ["batch/job"], "externalFrameworks": ["TensorFlowJob.v1.kubeflow.org"]}
+
+
+def test_the_frameworks_a_caller_names_are_enabled(tmp_path: Path) -> None:
+    kueue = manager(tmp_path, frameworks=("batch/job", "kubeflow.org/tfjob"))
+    assert kueue.configuration(PORTS)["integrations"]["frameworks"] == ["batch/job", "kubeflow.org/tfjob"]
