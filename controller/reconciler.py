@@ -196,7 +196,7 @@ class Reconciler:
             gate=decision.gate if decision else None, network_policy=policy_view, profiles=self.profiles,
             problems=kind.problems(stored),
         )
-        if kind.is_tfjob and cond.find((job.get("status") or {}).get("conditions") or [], cond.CREATED) is None:
+        if kind.is_tfjob and cond.find((planned.get("status") or {}).get("conditions") or [], cond.CREATED) is None:
             plan.events += [Event("Warning", "IgnoredField", note) for note in ignored_fields(stored)]
         outcome = Outcome(requeue_after=plan.requeue_after)
         cache_version = cached["metadata"].get("resourceVersion")
@@ -225,12 +225,12 @@ class Reconciler:
         service_created = None
         if plan.create_service is not None:  # (None when a foreign Service holds the name)
             # Alongside the first pod batch rather than before it: one round trip less per new job.
-            service_created = self._pool.submit(self._create_service, plan, job, plan.create_service, outcome)
+            service_created = self._pool.submit(self._create_service, job, plan.create_service, outcome)
         if plan.create_pods:
             problems += self._create_pods(key, plan, job, outcome, pending_creates)
             _count_created_as_active(plan, pending_creates | set(outcome.created))
         if service_created is not None:
-            problems += service_created.result()
+            problems += self._service_problems(plan, job, name, service_created.result())
         if self._may_defer_status(plan, outcome, problems):
             self.memory.defer(key, job, plan.status)
             outcome.status_deferred = True
@@ -376,19 +376,28 @@ class Reconciler:
 
     # ---- creates -------------------------------------------------------------------------------
 
-    def _create_service(self, plan: Plan, job: Mapping[str, Any], body: dict[str, Any], outcome: Outcome) -> list[str]:
+    def _create_service(self, job: Mapping[str, Any], body: dict[str, Any],
+                        outcome: Outcome) -> tuple[ApiError | None, bool | None]:
+        """Create the job's Service (on the create pool, beside the first pod batch): (None, None) when
+        created, else the error and, for AlreadyExists, whether the existing Service is ours (None: it
+        could not be read). The plan is left alone here: `_service_problems` folds the outcome into it
+        on the worker's thread, so two threads never edit the job's conditions at once."""
         meta = body["metadata"]
         try:
             retry_transient(self.kube.create)(resource_path("", "v1", "services", meta["namespace"]), body)
-            outcome.created.append(f"service/{meta['name']}")
-            return []
         except ApiError as error:
-            owner = self._ours(job, "services", meta["name"]) if error.already_exists else False
-            if owner is True:
-                return []  # the cache was behind
-            if owner is None:
-                return [f"create service {meta['name']}: it exists and its owner could not be read; retrying"]
-            return self._create_failed(plan, job, "Service", meta["name"], error)
+            return error, (self._ours(job, "services", meta["name"]) if error.already_exists else False)
+        outcome.created.append(f"service/{meta['name']}")
+        return None, None
+
+    def _service_problems(self, plan: Plan, job: Mapping[str, Any], name: str,
+                          created: tuple[ApiError | None, bool | None]) -> list[str]:
+        error, owner = created
+        if error is None or owner is True:
+            return []  # created, or ours already (the cache was behind)
+        if owner is None:
+            return [f"create service {name}: it exists and its owner could not be read; retrying"]
+        return self._create_failed(plan, job, "Service", name, error)
 
     def _create_pods(self, key: str, plan: Plan, job: Mapping[str, Any], outcome: Outcome,
                      pending: frozenset[str]) -> list[str]:

@@ -27,6 +27,7 @@ import logging
 import os
 import shutil
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, TextIO
@@ -230,13 +231,21 @@ def cmd_submit(client: TfJobClient, args: argparse.Namespace, console: Console) 
     job = created[0]
     name, namespace = job["metadata"]["name"], job["metadata"]["namespace"]
     client.namespace = namespace
+    remaining = args.timeout
     if args.logs:
-        lines = client.logs(name, follow=True, on_error=lambda message: console.error(f"warning: {message}"))
+        started = time.monotonic()
+        lines = client.logs(name, follow=True, timeout=args.timeout,
+                            on_error=lambda message: console.error(f"warning: {message}"))
         try:
             _print_lines(lines, args, console)
         finally:
             lines.close()
-    return _wait(client, name, "Succeeded", args.timeout, console)
+        if args.timeout is not None:
+            remaining = args.timeout - (time.monotonic() - started)
+            if remaining <= 0:
+                console.error(f"error: timed out after {args.timeout:g}s following the logs of {RESOURCE}/{name}")
+                return EXIT_TIMEOUT
+    return _wait(client, name, "Succeeded", remaining, console)
 
 
 def cmd_delete(client: TfJobClient, args: argparse.Namespace, console: Console) -> int:

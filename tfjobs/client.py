@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
@@ -257,7 +258,7 @@ class TfJobClient:
 
     def logs(self, name: str, *, follow: bool = False, role: str | None = None, index: int | None = None,
              container: str | None = None, all_containers: bool = False, since: float | str | None = None,
-             tail: int | None = None, on_error: ErrorSink | None = None,
+             tail: int | None = None, on_error: ErrorSink | None = None, timeout: float | str | None = None,
              namespace: str | None = None) -> Iterator[LogLine]:
         """The lines of the job's pods (the TensorFlow container unless `container` / `all_containers`),
         each with its slot as `prefix` (`worker-1`).
@@ -265,7 +266,8 @@ class TfJobClient:
         Without `follow`: what is there now, merged in time order. With `follow`: lines as they are
         written, pods followed as they come and go (a recreated pod continues under its slot's
         prefix), until the job has finished and every pod's log is read; closing the iterator stops
-        early. `since` (seconds or "5m") and `tail` (lines) apply to the pods there at the start.
+        early; with `timeout` (seconds, or "10m") following stops after that long. `since` (seconds
+        or "5m") and `tail` (lines) apply to the pods there at the start.
         `on_error` receives a message for a log that cannot be read (e.g. a container not started).
         """
         ns = self._ns(namespace)
@@ -279,7 +281,17 @@ class TfJobClient:
         with LogFollower(self.kube, ns, name, role=role, index=index, container=container,
                          all_containers=all_containers, since_seconds=since_seconds, tail_lines=tail,
                          on_error=on_error) as follower:
-            yield from follower
+            # With `timeout`, following stops then, whatever the job does (the iteration just ends).
+            limit = None if timeout is None else _seconds(timeout)
+            timer = threading.Timer(limit, follower.close) if limit is not None else None
+            if timer is not None:
+                timer.daemon = True
+                timer.start()
+            try:
+                yield from follower
+            finally:
+                if timer is not None:
+                    timer.cancel()
 
     # --- change ---------------------------------------------------------------------------------
 

@@ -186,6 +186,7 @@ class _Reader:
         self.wake = threading.Event()
         self._lock = threading.Lock()
         self._stream: Any = None
+        self._stream_follows = False
         self._timer: threading.Timer | None = None
         self.thread = threading.Thread(target=self._run, name=f"logs-{self.prefix}", daemon=True)
 
@@ -198,7 +199,7 @@ class _Reader:
             return
         self.finishing.set()
         self.wake.set()
-        self._timer = threading.Timer(drain, self._close_stream)
+        self._timer = threading.Timer(drain, self._close_follow_stream)
         self._timer.daemon = True
         self._timer.start()
 
@@ -213,6 +214,15 @@ class _Reader:
         with self._lock:
             self._closing = True
             stream = self._stream
+        if stream is not None:
+            stream.close()
+
+    def _close_follow_stream(self) -> None:
+        """The drain time is over: end the followed stream, so the final read (without follow)
+        begins; a final read already under way is left to finish, however long it takes."""
+        with self._lock:
+            self._closing = True
+            stream = self._stream if self._stream_follows else None
         if stream is not None:
             stream.close()
 
@@ -262,7 +272,7 @@ class _Reader:
                     continue
                 failures = 0
                 with self._lock:
-                    self._stream = stream
+                    self._stream, self._stream_follows = stream, follow
                     if self.stopped.is_set() or (follow and self._closing):
                         stream.close()  # asked to close while it was being opened
                 self._skip = self.at_last  # lines at the last timestamp already given out

@@ -282,9 +282,9 @@ class Conditions:
         return next((r for r in self.failure if r.matches(obj)), None)
 
     def succeeded(self, obj: Any) -> bool:
-        """Whether every success requirement matches (with none, only when there is no failure
-        condition either, as Argo does not wait then)."""
-        return all(r.matches(obj) for r in self.success) if self.success else not self.failure
+        """Whether every success requirement matches; with none, at once, as Argo's resource step
+        decides (0 of 0 requirements matched), once no failure condition matched first."""
+        return all(r.matches(obj) for r in self.success)
 
     def outcome(self, obj: Any) -> str | None:
         """`failed`, `succeeded` or None (keep waiting); failure is checked first, as in Argo."""

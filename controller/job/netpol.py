@@ -98,18 +98,33 @@ def spec_patch(existing: Mapping[str, Any], job: Mapping[str, Any]) -> dict[str,
     allowFrom changed, or someone edited it); None when it already is."""
     desired = policy_spec(job)
     current = existing.get("spec") or {}
-    if _normalized(current) == desired:
+    if _normalized(current) == _normalized(desired):
         return None
     return {"spec": merge_patch(current, desired)}
 
 
 def _normalized(spec: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The API server defaults every NetworkPolicyPort's protocol to TCP, and drops empty peers'
-    keys: compare what the user-visible spec means, not how it was spelled."""
+    """What a policy spec means, not how it was spelled: the API server defaults every
+    NetworkPolicyPort's protocol to TCP and drops empty `matchLabels`, `matchExpressions` and
+    `except` (an empty selector `{}` stays: it selects everything). Both sides of a comparison go
+    through this, so a policy the server stored as asked is never patched again."""
     ingress = []
     for rule in spec.get("ingress") or []:
         entry = dict(rule)
         if "ports" in entry:
             entry["ports"] = [{"protocol": "TCP", **p} for p in entry["ports"]]
+        if "from" in entry:
+            entry["from"] = [_normalized_peer(peer) for peer in entry["from"]]
         ingress.append(entry)
     return {**spec, "ingress": ingress}
+
+
+def _normalized_peer(peer: Mapping[str, Any]) -> dict[str, Any]:
+    normalized: dict[str, Any] = {}
+    for key, value in peer.items():
+        if key in ("podSelector", "namespaceSelector") and isinstance(value, Mapping):
+            value = {k: v for k, v in value.items() if not (k in ("matchLabels", "matchExpressions") and not v)}
+        elif key == "ipBlock" and isinstance(value, Mapping):
+            value = {k: v for k, v in value.items() if not (k == "except" and not v)}
+        normalized[key] = value
+    return normalized

@@ -272,9 +272,11 @@ def _check_network_policy(policy: Mapping[str, Any]) -> list[Problem]:
                                                           enumerate(block.get("except") or []))]:
             if text is None:
                 continue
-            try:
-                ipaddress.ip_network(text, strict=False)
+            try:  # the API server wants a prefix length: a bare address is not a CIDR there
+                valid = "/" in str(text) and ipaddress.ip_network(text, strict=False) is not None
             except ValueError:
+                valid = False
+            if not valid:
                 problems.append(Problem(f"{path}.ipBlock.{where}", f"{text!r} is not a CIDR (e.g. 10.0.0.0/16)"))
     return problems
 

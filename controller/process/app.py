@@ -23,6 +23,7 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Sequence
 from types import FrameType
 
 import structlog
@@ -32,18 +33,20 @@ from controller.controller import Controller, create_parallelism
 from controller.events import EventRecorder
 from controller.job import validation
 from controller.job.profile_file import ProfileError
+from controller.job.profiles import Profile
 from controller.metrics import ControllerMetrics
 from controller.process import logs
 from controller.process.health import HealthServer, parse_address
 from controller.process.leader import LeaderElectionConfig, LeaderElector, default_identity, default_namespace
 from controller.process.profiles import load_profiles
-from kube import ConfigError, Kube, resource_path
+from kube import ApiError, ConfigError, Kube, resource_path
 from workqueue.metrics import PrometheusMetricsProvider
 
 log = structlog.get_logger(__name__)
 
 LOST_LEASE_EXIT_CODE = 1
 BAD_CONFIGURATION_EXIT_CODE = 2
+API_UNREACHABLE_EXIT_CODE = 3
 
 
 def election_config(args: argparse.Namespace) -> LeaderElectionConfig | None:
@@ -88,16 +91,13 @@ def run(args: argparse.Namespace) -> int:
         log.error("no usable Kubernetes credentials", error=str(error))
         return BAD_CONFIGURATION_EXIT_CODE
     recorder = EventRecorder(lambda ns, body: kube.create(resource_path("", "v1", "events", ns), body))
-    controller = Controller(
-        kube, namespaces=args.namespace, workers=args.workers, cluster_domain=args.cluster_domain,
-        resync_period=args.resync, watch_nodes=not args.namespace, metrics=metrics,
-        use_kueue={"auto": None, "on": True, "off": False}[getattr(args, "kueue", "auto")],
-        queue_metrics=PrometheusMetricsProvider(registry=metrics.registry), recorder=recorder,
-        network_policies=True, network_policy_default=getattr(args, "network_policy", "off") == "on",
-        profiles=profiles,
-        serve_tfjobs={"auto": None, "on": True, "off": False}[getattr(args, "kubeflow_tfjob", "auto")],
-        serve_unmanaged_tfjobs=getattr(args, "kubeflow_tfjob_without_managed_by", "serve") == "serve",
-    )
+    try:
+        controller = build_controller(args, kube, metrics, recorder, profiles)
+    except ApiError as error:  # discovery (Kueue, TFJob) needs the API server: say so, no traceback
+        log.error("cannot reach the API server to discover its APIs; exiting (a Deployment restarts it)",
+                  server=kube.host, error=str(error))
+        kube.close()
+        return API_UNREACHABLE_EXIT_CODE
     stop = threading.Event()
     leading = threading.Event()
 
@@ -180,3 +180,19 @@ def run(args: argparse.Namespace) -> int:
     kube.close()
     log.info("stopped")
     return 0
+
+
+def build_controller(args: argparse.Namespace, kube: Kube, metrics: ControllerMetrics, recorder: EventRecorder,
+                     profiles: Sequence[Profile]) -> Controller:
+    """The controller the flags ask for. With `auto` flags it asks the API server which APIs are
+    served (Kueue, this project's TFJob CRD), so it raises ApiError when the server cannot be reached."""
+    return Controller(
+        kube, namespaces=args.namespace, workers=args.workers, cluster_domain=args.cluster_domain,
+        resync_period=args.resync, watch_nodes=not args.namespace, metrics=metrics,
+        use_kueue={"auto": None, "on": True, "off": False}[getattr(args, "kueue", "auto")],
+        queue_metrics=PrometheusMetricsProvider(registry=metrics.registry), recorder=recorder,
+        network_policies=True, network_policy_default=getattr(args, "network_policy", "off") == "on",
+        profiles=profiles,
+        serve_tfjobs={"auto": None, "on": True, "off": False}[getattr(args, "kubeflow_tfjob", "auto")],
+        serve_unmanaged_tfjobs=getattr(args, "kubeflow_tfjob_without_managed_by", "serve") == "serve",
+    )

@@ -91,6 +91,16 @@ def test_a_tfjob_with_fields_the_operator_does_not_use_says_so_in_an_event(kube:
     assert ignored[0][0]["kind"] == "TFJob"
 
 
+def test_the_ignored_field_event_is_posted_once_although_the_first_status_was_deferred(
+        kube: Mock, mocker: MockerFixture) -> None:
+    recorder = mocker.Mock(spec=EventRecorder)
+    reconciler = Reconciler(kube, FakeCaches(a_tfjob(schedulingPolicy={"minAvailable": 3}), key=KEY),
+                            clock=FakeClock(wall=NOW), recorder=recorder)
+    assert reconciler.reconcile(KEY).status_deferred  # created the pods; the status waits for the next pass
+    reconciler.reconcile(KEY)
+    assert sum(1 for c in recorder.record.call_args_list if c.args[2] == "IgnoredField") == 1
+
+
 def test_an_invalid_tfjob_fails_with_its_own_field_paths(kube: Mock) -> None:
     job = a_tfjob()
     job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["name"] = "trainer"

@@ -4,10 +4,13 @@ local cluster: tests/integration/controller/test_user_tools.py."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
 from typing import Any
 from unittest.mock import MagicMock
 
 import pytest
+from pytest_mock import MockerFixture
 
 from kube import ApiError
 from tfjobs.client import STATES, JobNotFound, TfJobClient, _verdict, event_time
@@ -138,3 +141,30 @@ def test_events_sort_by_their_last_time_whatever_api_wrote_them() -> None:
     series = {"series": {"lastObservedTime": "2030-01-01T00:00:09.000000Z"}, "eventTime": "2030-01-01T00:00:01Z"}
 
     assert sorted([core, new_api, series], key=event_time) == [new_api, core, series]
+
+
+class EndlessFollower:
+    """A log follower whose job never ends: it yields nothing until it is closed."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.closed = threading.Event()
+
+    def __enter__(self) -> EndlessFollower:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.closed.set()
+
+    def __iter__(self) -> Iterator[Any]:
+        assert self.closed.wait(30), "the follower was never closed"
+        return iter(())
+
+
+def test_following_logs_with_a_timeout_stops_at_the_timeout(kube: MagicMock, mocker: MockerFixture) -> None:
+    kube.get.return_value = JOB
+    mocker.patch("tfjobs.client.LogFollower", EndlessFollower)
+    # Without the timeout the follower is never closed, and its own guard fails the test.
+    assert list(TfJobClient(kube).logs("mnist", follow=True, timeout=0.05)) == []

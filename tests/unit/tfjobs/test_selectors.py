@@ -113,3 +113,10 @@ def test_the_conditions_of_a_finished_job() -> None:
     assert conditions.outcome({"status": {"state": "Succeeded"}}) == "succeeded"
     assert conditions.outcome({"status": {"state": "Failed"}}) == "failed"
     assert conditions.outcome({"status": {}}) is None
+
+
+def test_a_step_with_only_a_failure_condition_succeeds_at_once_unless_it_fails_as_argo_decides() -> None:
+    conditions = Conditions.parse(failure="status.state == Failed")
+
+    assert conditions.outcome({"status": {"state": "Created"}}) == "succeeded"
+    assert conditions.outcome({"status": {"state": "Failed"}}) == "failed"

@@ -71,6 +71,21 @@ def test_the_api_servers_defaulted_protocols_do_not_look_like_a_change() -> None
     assert plan(job, stored).patch_network_policy is None
 
 
+def test_empty_selector_fields_the_api_server_drops_do_not_look_like_a_change() -> None:
+    job = with_policy(make_job(worker=2), enabled=True,
+                      allowFrom=[{"namespaceSelector": {"matchLabels": {}}, "podSelector": {"matchExpressions": []}},
+                                 {"ipBlock": {"cidr": "10.0.0.0/8", "except": []}}])
+    stored = existing(job)
+    for rule in stored["spec"]["ingress"]:
+        for peer in rule.get("from") or []:
+            for selector in ("namespaceSelector", "podSelector"):
+                if selector in peer:
+                    peer[selector] = {k: v for k, v in peer[selector].items() if v}
+            if "ipBlock" in peer:
+                peer["ipBlock"].pop("except", None)
+    assert plan(job, stored).patch_network_policy is None
+
+
 def test_a_new_tf_port_patches_the_policy() -> None:
     job = with_policy(make_job(worker=2), enabled=True)
     stored = existing(job)
@@ -140,6 +155,8 @@ def test_adjacent_and_edge_ports_leave_no_empty_range() -> None:
     ({"ipBlock": {"cidr": "10.0.0.0/8"}, "podSelector": {}}, "spec.networkPolicy.allowFrom[0]", PEER_MESSAGE),
     ({"ipBlock": {"cidr": "10.0.0.300/8"}}, "spec.networkPolicy.allowFrom[0].ipBlock.cidr",
      "'10.0.0.300/8' is not a CIDR (e.g. 10.0.0.0/16)"),
+    ({"ipBlock": {"cidr": "10.0.0.7"}}, "spec.networkPolicy.allowFrom[0].ipBlock.cidr",
+     "'10.0.0.7' is not a CIDR (e.g. 10.0.0.0/16)"),
 ])
 def test_a_bad_peer_is_rejected_naming_the_field(peer: dict[str, Any], path: str, message: str) -> None:
     job = tfjob("j", {"worker": role(1, containers=[container()]), "networkPolicy": {"allowFrom": [peer]}},

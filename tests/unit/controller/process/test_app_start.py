@@ -1,0 +1,32 @@
+"""Starting the operator process: an API server that cannot be reached for discovery is a clear
+log line and exit status 3, not a traceback."""
+
+from __future__ import annotations
+
+from unittest.mock import Mock
+
+import pytest
+from pytest_mock import MockerFixture
+
+from controller.process import app
+from controller.process.cli import build_parser
+from kube import ApiError, Kube
+
+
+@pytest.mark.parametrize("flags", [[], ["--kueue=off"], ["--kubeflow-tfjob=auto", "--kueue=off"]])
+def test_an_unreachable_api_server_at_start_exits_3_naming_the_server(mocker: MockerFixture, flags: list[str]) -> None:
+    kube = Mock(spec=Kube)
+    kube.host = "https://127.0.0.1:6443"
+    kube.has_api.side_effect = ApiError(0, "NewConnectionError", "connection refused")
+    mocker.patch.object(app.Kube, "load", return_value=kube)
+    mocker.patch.object(app.logs, "configure")
+    log = mocker.patch.object(app, "log")
+    args = build_parser().parse_args(["run", "--kubeconfig", "/dev/null", "--metrics-addr", "0",
+                                      "--health-addr", "0", "--log-format", "json", *flags])
+
+    assert app.run(args) == app.API_UNREACHABLE_EXIT_CODE == 3
+
+    [(message,), fields] = log.error.call_args
+    assert "cannot reach the API server" in message
+    assert fields["server"] == "https://127.0.0.1:6443" and "connection refused" in fields["error"]
+    kube.close.assert_called_once()
