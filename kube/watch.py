@@ -14,6 +14,7 @@ import contextlib
 import json
 import socket
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from typing import Any, Generic, Self, TypeVar
 
@@ -26,7 +27,7 @@ __all__ = ["LineStream", "TextStream", "WatchStream"]
 T = TypeVar("T")
 
 
-class LineStream(Generic[T]):
+class LineStream(ABC, Generic[T]):
     """Items made from the lines of one streamed HTTP response, closable from another thread.
 
     Iterating ends when the server ends the response or after `close()`. A broken connection or
@@ -49,9 +50,9 @@ class LineStream(Generic[T]):
         self._released = False
         self._items = self._iter_items()
 
+    @abstractmethod
     def _item(self, line: bytes) -> T | None:
         """What one line becomes; None skips it."""
-        raise NotImplementedError
 
     def __iter__(self) -> Iterator[T]:
         return self

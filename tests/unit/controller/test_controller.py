@@ -14,6 +14,7 @@ from controller.controller import Controller
 from kube import Kube
 from kube.clock import FakeClock
 from tests.support.jobs import role, tfjob
+from tests.support.queues import drain
 
 
 @pytest.fixture
@@ -26,15 +27,6 @@ def kube(mocker: MockerFixture) -> Mock:
 def pod(name: str, owner_uid: str, kind: str = "TensorFlowJob", owner: str = "j") -> dict[str, Any]:
     return {"metadata": {"name": name, "namespace": "ns", "uid": "p-" + name, "ownerReferences": [
         {"apiVersion": "kubeflow.org/v1", "kind": kind, "name": owner, "uid": owner_uid, "controller": True}]}}
-
-
-def drain(controller: Controller) -> list[str]:
-    keys = []
-    while len(controller.queue):
-        key, _ = controller.queue.get()
-        keys.append(key)
-        controller.queue.done(key)
-    return keys
 
 
 def test_kueue_informers_exist_only_when_its_api_is_served(kube: Mock) -> None:

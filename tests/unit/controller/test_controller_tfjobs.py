@@ -13,6 +13,7 @@ from controller.controller import Controller, tfjob_crd_is_ours
 from kube import ApiError, Kube
 from tests.support.jobs import role, tfjob
 from tests.support.kubeflow import replica, tfjob_manifest
+from tests.support.queues import drain
 
 TFJOB_DISCOVERY = {"resources": [
     {"name": "tfjobs", "kind": "TFJob", "categories": ["kubeflow", "tfjob-operator"]},
@@ -25,15 +26,6 @@ def kube(mocker: MockerFixture) -> Mock:
     client.has_api.side_effect = lambda group, version, kind=None: kind == "TFJob"
     client.get.return_value = TFJOB_DISCOVERY
     return client
-
-
-def drain(controller: Controller) -> list[str]:
-    keys = []
-    while len(controller.queue):
-        key, _ = controller.queue.get()
-        keys.append(key)
-        controller.queue.done(key)
-    return keys
 
 
 def a_tfjob(uid: str = "tf-uid", **run_policy: Any) -> dict[str, Any]:

@@ -9,7 +9,6 @@ The real API server is exercised in tests/integration/test_informers.py.
 
 from __future__ import annotations
 
-import http.server
 import json
 import pickle
 import threading
@@ -24,6 +23,7 @@ from pytest_mock import MockerFixture
 from kube import ApiError, ConfigError, Kube, TokenBucket, WatchStream, parse_path, resource_path
 from kube import client as kube
 from kube.clock import FakeClock
+from tests.support.held_open import held_open_server
 
 # --- helpers ---------------------------------------------------------------------------------------
 
@@ -606,37 +606,10 @@ def test_closing_a_watch_stream_before_reading_releases_it() -> None:
     assert response.closed and response.released
 
 
-class _WatchServer(http.server.BaseHTTPRequestHandler):
-    """Sends one event, then holds the chunked response open until the test ends."""
-
-    protocol_version = "HTTP/1.1"
-    release = threading.Event()
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-    def do_GET(self) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        line = event_line("ADDED", "a", "1")
-        self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
-        self.wfile.flush()
-        self.release.wait(30)
-
-
 @pytest.fixture
 def watch_server() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _WatchServer)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    _WatchServer.release.set()
-    server.shutdown()
-    server.server_close()
-    thread.join(10)
+    with held_open_server("application/json", event_line("ADDED", "a", "1")) as url:
+        yield url
 
 
 def test_close_from_another_thread_unblocks_a_blocked_reader(watch_server: str) -> None:

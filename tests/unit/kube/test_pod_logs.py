@@ -7,7 +7,6 @@ thread against a tiny local HTTP server that holds a log stream open, as a follo
 
 from __future__ import annotations
 
-import http.server
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -19,6 +18,7 @@ from pytest_mock import MockerFixture
 from kube import ApiError, Kube
 from kube import client as kube
 from kube.client import CONNECT_TIMEOUT, TextStream
+from tests.support.held_open import held_open_server
 
 
 class FakeResponse:
@@ -132,37 +132,10 @@ def test_kube_close_closes_open_log_streams(mocker: MockerFixture) -> None:
     assert stream.closed and response.released
 
 
-class _FollowServer(http.server.BaseHTTPRequestHandler):
-    """Sends one log line, then holds the chunked response open, as a followed log does."""
-
-    protocol_version = "HTTP/1.1"
-    release = threading.Event()
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-    def do_GET(self) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        line = b"epoch 1\n"
-        self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
-        self.wfile.flush()
-        self.release.wait(30)
-
-
 @pytest.fixture
 def follow_server() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _FollowServer)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    _FollowServer.release.set()
-    server.shutdown()
-    server.server_close()
-    thread.join(10)
+    with held_open_server("text/plain", b"epoch 1\n") as url:
+        yield url
 
 
 def test_close_from_another_thread_ends_a_followed_log(follow_server: str, eventually: Any) -> None:
