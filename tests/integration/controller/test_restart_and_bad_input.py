@@ -48,8 +48,10 @@ def test_template_the_api_server_rejects_fails_the_job_with_its_message(tfjobs: 
     tfjobs.create("bad", worker=role)
     failed = tfjobs.wait_condition("bad", "Failed", "InvalidPodTemplate")
     assert "must be no more than 15 characters" in failed["message"]
-    warnings = [e for e in tfjobs.events("bad") if e["reason"] == "InvalidPodTemplate"]
-    assert warnings and warnings[0]["type"] == "Warning"
+    # Events are posted by the recorder's own thread, after the status write: wait for it.
+    warnings = tfjobs.wait_for(lambda: [e for e in tfjobs.events("bad") if e["reason"] == "InvalidPodTemplate"],
+                               30, "an InvalidPodTemplate event")
+    assert warnings[0]["type"] == "Warning"
 
 
 def test_foreign_pod_squatting_a_name_is_reported_and_left_alone(tfjobs: Any) -> None:
