@@ -8,6 +8,9 @@ that line. At exit it writes:
 
 * `OUT.folded`: busy stacks in the folded format flame-graph tools read
   (`thread;file:function;... count`), thread names with digits collapsed (`worker-N`);
+* `OUT.cpu.folded`: the same stacks weighted by the CPU time (microseconds) each thread used since
+  the previous sample, read from its own CPU clock (`pthread_getcpuclockid`). A "busy" sample may be
+  a thread waiting for the GIL; a CPU-weighted one cannot, so this is the file to split CPU by;
 * `OUT.json`: busy samples per thread group, the top functions by self and inclusive samples, and
   each thread's CPU seconds from /proc/self/task/<tid>/stat (exact, from the kernel).
 
@@ -50,6 +53,9 @@ class Sampler:
     def __init__(self, interval: float = INTERVAL) -> None:
         self.interval = interval
         self.stacks: collections.Counter[tuple[str, ...]] = collections.Counter()
+        self.cpu_stacks: collections.Counter[tuple[str, ...]] = collections.Counter()  # microseconds
+        self._cpu_clocks: dict[int, int] = {}  # thread ident -> its CPU clock id
+        self._cpu_seen: dict[int, int] = {}  # thread ident -> CPU nanoseconds at the previous sample
         self.busy: collections.Counter[str] = collections.Counter()
         self.total: collections.Counter[str] = collections.Counter()
         self.samples = 0
@@ -87,10 +93,15 @@ class Sampler:
                 if group is None:
                     group = groups[name] = _group(name)
                 self.total[group] += 1
+                used_us = self._cpu_since_last(ident)
+                stack: tuple[str, ...] | None = None
+                if used_us > 0:
+                    stack = (group, *self._stack(frame))
+                    self.cpu_stacks[stack] += used_us
                 if self._idle(frame):
                     continue
                 self.busy[group] += 1
-                self.stacks[(group, *self._stack(frame))] += 1
+                self.stacks[stack or (group, *self._stack(frame))] += 1
             self.overhead_s += time.thread_time() - began
 
     @staticmethod
@@ -105,6 +116,20 @@ class Sampler:
         finally:
             if enabled:
                 gc.enable()
+
+    def _cpu_since_last(self, ident: int) -> int:
+        """Microseconds of CPU the thread used since the previous sample (0 the first time)."""
+        try:
+            clock = self._cpu_clocks.get(ident)
+            if clock is None:
+                clock = self._cpu_clocks[ident] = time.pthread_getcpuclockid(ident)
+            now = time.clock_gettime_ns(clock)
+        except (OSError, OverflowError):  # the thread ended between the listing and the read
+            self._cpu_clocks.pop(ident, None)
+            return 0
+        before = self._cpu_seen.get(ident)
+        self._cpu_seen[ident] = now
+        return (now - before) // 1000 if before is not None else 0
 
     def _idle(self, frame: FrameType) -> bool:
         code = frame.f_code
@@ -154,6 +179,9 @@ class Sampler:
         with open(f"{base}.folded", "w") as folded:
             for stack, count in self.stacks.most_common():
                 folded.write(";".join(stack) + f" {count}\n")
+        with open(f"{base}.cpu.folded", "w") as folded:
+            for stack, used_us in self.cpu_stacks.most_common():
+                folded.write(";".join(stack) + f" {used_us}\n")
         self_counts: collections.Counter[str] = collections.Counter()
         inclusive: collections.Counter[str] = collections.Counter()
         for stack, count in self.stacks.items():
