@@ -13,10 +13,13 @@ import contextlib
 import json
 import re
 import socket
+import ssl
 from collections.abc import Mapping
 from typing import Any, Protocol
 
 import urllib3
+
+from kube.transport import ConnectFailed
 
 __all__ = ["FENCED_REASON", "ApiError", "ConfigError", "HttpErrorLike"]
 
@@ -215,12 +218,19 @@ class ApiError(Exception):
 
     @classmethod
     def from_transport(cls, exc: BaseException, *, method: str = "", path: str = "") -> ApiError:
-        """Wrap a urllib3/socket failure (refused, reset, timeout, TLS) as status 0."""
+        """Wrap a connection failure (refused, reset, timeout, TLS) of either HTTP stack as status 0."""
         inner = exc
         if isinstance(exc, urllib3.exceptions.MaxRetryError) and exc.reason is not None:
             inner = exc.reason
         reason = type(inner).__name__
-        if isinstance(inner, urllib3.exceptions.NewConnectionError):
+        if isinstance(inner, ConnectFailed):  # the http.client pool's: named as urllib3 names them
+            timed_out = isinstance(inner.cause, TimeoutError | socket.timeout)
+            reason = "ConnectTimeoutError" if timed_out else "NewConnectionError"
+            if isinstance(inner.cause, ssl.SSLError):
+                reason = "SSLError"
+        elif isinstance(inner, ssl.SSLError):
+            reason = "SSLError"
+        elif isinstance(inner, urllib3.exceptions.NewConnectionError):
             reason = "NewConnectionError"  # a subclass of ConnectTimeoutError, but usually "refused"
         elif isinstance(inner, urllib3.exceptions.ConnectTimeoutError):
             reason = "ConnectTimeoutError"

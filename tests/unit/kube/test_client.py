@@ -1,7 +1,8 @@
 """Unit tests of the client boundary `kube/`.
 
 Scope: path building and parsing, error classification (ApiException, Status bodies, transport
-errors), how requests are handed to the generic `ApiClient.call_api` (mocked with pytest-mock),
+errors), how requests are handed to the http.client pool (mocked with pytest-mock; the pool itself
+is tested in test_transport.py) or, through a proxy, to the generic `ApiClient.call_api`,
 client-side throttling with a fake clock, discovery caching, configuration loading, and watch
 streams (fake responses, plus one tiny local HTTP server to prove `close()` unblocks a reader).
 The real API server is exercised in tests/integration/test_informers.py.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -23,6 +25,7 @@ from pytest_mock import MockerFixture
 from kube import ApiError, ConfigError, Kube, TokenBucket, WatchStream, parse_path, resource_path
 from kube import client as kube
 from kube.clock import FakeClock
+from kube.transport import ConnectFailed, Response
 from tests.support.held_open import held_open_server
 
 # --- helpers ---------------------------------------------------------------------------------------
@@ -240,73 +243,147 @@ def test_str_names_the_request_and_the_reason() -> None:
     assert str(err) == "DELETE /api/v1/namespaces/a/pods/p: 404 NotFound: gone away"
 
 
-# --- requests through call_api -----------------------------------------------------------------------
+# --- requests through the http.client pool ---------------------------------------------------------
 
 
-def test_request_calls_the_generic_call_api_with_raw_responses(client: Kube, mocker: MockerFixture) -> None:
-    call = mocker.patch.object(client._api, "call_api", return_value=FakeResponse(200, b'{"kind":"Pod"}'))
+def answer(status: int = 200, body: bytes = b"", headers: dict[str, str] | None = None) -> Response:
+    return Response(status, "reason phrase", headers or {}, body)
+
+
+def sent(call: Any) -> dict[str, Any]:
+    """What one mocked pool request was asked to send: method, target, decoded body, headers, timeouts."""
+    method, target = call.args
+    body = call.kwargs["body"]
+    return {"method": method, "target": target, "body": json.loads(body) if body is not None else None,
+            "headers": call.kwargs["headers"], "read_timeout": call.kwargs["read_timeout"],
+            "connect_timeout": call.kwargs["connect_timeout"]}
+
+
+def test_request_sends_path_query_and_json_headers_and_decodes_the_answer(client: Kube, mocker: MockerFixture) -> None:
+    call = mocker.patch.object(client._pool, "request", return_value=answer(200, b'{"kind":"Pod"}'))
     assert client.get("/api/v1/namespaces/a/pods/p", resource_version="0") == {"kind": "Pod"}
+    request = sent(call.call_args)
+    assert (request["method"], request["target"], request["body"]) == ("GET", "/api/v1/namespaces/a/pods/p?resourceVersion=0", None)
+    assert request["headers"]["Accept"] == "application/json"
+    assert request["headers"]["User-Agent"] == client._api.user_agent
+    assert (request["connect_timeout"], request["read_timeout"]) == (10.0, 60.0)
+
+
+def test_the_bearer_token_is_sent_as_a_header(mocker: MockerFixture) -> None:
+    k = Kube.for_host("http://127.0.0.1:9", token="t0k")
+    call = mocker.patch.object(k._pool, "request", return_value=answer(200, b"{}"))
+    k.get("/api/v1/nodes")
+    assert sent(call.call_args)["headers"]["authorization"] == "Bearer t0k"
+
+
+def test_query_keywords_are_camel_cased_and_booleans_lowercase(client: Kube, mocker: MockerFixture) -> None:
+    call = mocker.patch.object(client._pool, "request", return_value=answer(200, b'{"items":[]}'))
+    client.list("/api/v1/pods", label_selector="a=b", limit=500, continue_="tok", allow_watch_bookmarks=True, x=None)
+    assert sent(call.call_args)["target"] == (
+        "/api/v1/pods?labelSelector=a%3Db&limit=500&continue=tok&allowWatchBookmarks=true"
+    )
+
+
+def test_request_timeout_is_split_into_connect_and_read(client: Kube, mocker: MockerFixture) -> None:
+    call = mocker.patch.object(client._pool, "request", return_value=answer(200, b"{}"))
+    client.request("GET", "/api/v1/pods", timeout=3.0)
+    request = sent(call.call_args)
+    assert (request["connect_timeout"], request["read_timeout"]) == (3.0, 3.0)
+
+
+def test_empty_response_body_is_none(client: Kube, mocker: MockerFixture) -> None:
+    mocker.patch.object(client._pool, "request", return_value=answer(200, b""))
+    assert client.request("DELETE", "/api/v1/namespaces/a/pods/p") is None
+
+
+def test_a_non_json_response_raises_invalid_response(client: Kube, mocker: MockerFixture) -> None:
+    mocker.patch.object(client._pool, "request", return_value=answer(200, b"<html>"))
+    with pytest.raises(ApiError) as info:
+        client.get("/api/v1/namespaces/a/pods/p")
+    assert info.value.reason == "InvalidResponse" and not info.value.transient
+
+
+def test_an_error_answer_is_classified_by_its_status_body_and_retry_after(client: Kube, mocker: MockerFixture) -> None:
+    body = status_body(422, "Invalid", 'Pod "p" is invalid: spec.containers: Required value')
+    mocker.patch.object(client._pool, "request", return_value=answer(422, body))
+    with pytest.raises(ApiError) as info:
+        client.create("/api/v1/namespaces/a/pods", {"metadata": {"name": "p"}})
+    assert info.value.invalid and info.value.method == "POST"
+    mocker.patch.object(client._pool, "request", return_value=answer(429, b"slow down", {"Retry-After": "3"}))
+    with pytest.raises(ApiError) as info:
+        client.get("/api/v1/namespaces/a/pods/p")
+    assert (info.value.status, info.value.reason, info.value.retry_after) == (429, "TooManyRequests", 3.0)
+
+
+def test_a_broken_exchange_is_a_transient_status_zero_error(client: Kube, mocker: MockerFixture) -> None:
+    mocker.patch.object(client._pool, "request", side_effect=ConnectionResetError("reset by peer"))
+    with pytest.raises(ApiError) as info:
+        client.get("/api/v1/namespaces/a/pods/p")
+    assert (info.value.status, info.value.reason, info.value.transient) == (0, "ConnectionResetError", True)
+
+
+def test_a_read_timeout_is_a_timeout(client: Kube, mocker: MockerFixture) -> None:
+    mocker.patch.object(client._pool, "request", side_effect=TimeoutError("The read operation timed out"))
+    with pytest.raises(ApiError) as info:
+        client.get("/api/v1/namespaces/a/pods/p")
+    assert (info.value.status, info.value.reason) == (0, "ReadTimeoutError")
+
+
+def test_a_failed_tls_handshake_is_an_ssl_error(client: Kube, mocker: MockerFixture) -> None:
+    refused = ConnectFailed(ssl.SSLCertVerificationError("certificate verify failed"))
+    mocker.patch.object(client._pool, "request", side_effect=refused)
+    with pytest.raises(ApiError) as info:
+        client.get("/api/v1/namespaces/a/pods/p")
+    assert (info.value.status, info.value.reason, info.value.transient) == (0, "SSLError", True)
+
+
+# --- requests through a proxy: the generic client's call_api -----------------------------------------
+
+
+@pytest.fixture
+def proxied() -> Iterator[Kube]:
+    configuration = kube.k8s_client.Configuration(host="http://127.0.0.1:9")
+    configuration.proxy = "http://127.0.0.1:8"
+    k = Kube(configuration)
+    yield k
+    k.close()
+
+
+def test_a_configured_proxy_sends_requests_through_the_generic_client(proxied: Kube, mocker: MockerFixture) -> None:
+    assert proxied._pool is None
+    call = mocker.patch.object(proxied._api, "call_api", return_value=FakeResponse(200, b'{"kind":"Pod"}'))
+    assert proxied.get("/api/v1/namespaces/a/pods/p", resource_version="0") == {"kind": "Pod"}
     args, kwargs = call.call_args
     assert args == ("/api/v1/namespaces/a/pods/p", "GET")
     assert kwargs["auth_settings"] == ["BearerToken"]
     assert kwargs["_preload_content"] is False
     assert kwargs["_request_timeout"] == (10.0, 60.0)
     assert kwargs["query_params"] == [("resourceVersion", "0")]
-    assert kwargs["header_params"]["Accept"] == "application/json"
 
 
-def test_query_keywords_are_camel_cased_and_booleans_lowercase(client: Kube, mocker: MockerFixture) -> None:
-    call = mocker.patch.object(client._api, "call_api", return_value=FakeResponse(200, b'{"items":[]}'))
-    client.list("/api/v1/pods", label_selector="a=b", limit=500, continue_="tok", allow_watch_bookmarks=True, x=None)
-    assert call.call_args.kwargs["query_params"] == [
-        ("labelSelector", "a=b"),
-        ("limit", "500"),
-        ("continue", "tok"),
-        ("allowWatchBookmarks", "true"),
-    ]
-
-
-def test_request_timeout_is_split_into_connect_and_read(client: Kube, mocker: MockerFixture) -> None:
-    call = mocker.patch.object(client._api, "call_api", return_value=FakeResponse(200, b"{}"))
-    client.request("GET", "/api/v1/pods", timeout=3.0)
-    assert call.call_args.kwargs["_request_timeout"] == (3.0, 3.0)
-
-
-def test_empty_response_body_is_none(client: Kube, mocker: MockerFixture) -> None:
-    mocker.patch.object(client._api, "call_api", return_value=FakeResponse(200, b""))
-    assert client.request("DELETE", "/api/v1/namespaces/a/pods/p") is None
-
-
-def test_a_non_json_response_raises_invalid_response(client: Kube, mocker: MockerFixture) -> None:
-    mocker.patch.object(client._api, "call_api", return_value=FakeResponse(200, b"<html>"))
-    with pytest.raises(ApiError) as info:
-        client.get("/api/v1/namespaces/a/pods/p")
-    assert info.value.reason == "InvalidResponse" and not info.value.transient
-
-
-def test_api_exceptions_from_call_api_become_api_errors(client: Kube, mocker: MockerFixture) -> None:
+def test_api_exceptions_from_call_api_become_api_errors(proxied: Kube, mocker: MockerFixture) -> None:
     body = status_body(422, "Invalid", 'Pod "p" is invalid: spec.containers: Required value')
-    mocker.patch.object(client._api, "call_api", side_effect=api_exception(422, body))
+    mocker.patch.object(proxied._api, "call_api", side_effect=api_exception(422, body))
     with pytest.raises(ApiError) as info:
-        client.create("/api/v1/namespaces/a/pods", {"metadata": {"name": "p"}})
+        proxied.create("/api/v1/namespaces/a/pods", {"metadata": {"name": "p"}})
     assert info.value.invalid and info.value.method == "POST"
     assert isinstance(info.value.__cause__, kube.ApiException)
 
 
-def test_urllib3_errors_from_call_api_become_status_zero(client: Kube, mocker: MockerFixture) -> None:
-    mocker.patch.object(client._api, "call_api", side_effect=urllib3.exceptions.ProtocolError("reset"))
+def test_urllib3_errors_from_call_api_become_status_zero(proxied: Kube, mocker: MockerFixture) -> None:
+    mocker.patch.object(proxied._api, "call_api", side_effect=urllib3.exceptions.ProtocolError("reset"))
     with pytest.raises(ApiError) as info:
-        client.get("/api/v1/namespaces/a/pods/p")
+        proxied.get("/api/v1/namespaces/a/pods/p")
     assert info.value.status == 0 and info.value.transient
 
 
-def test_a_tls_error_without_body_is_wrapped_despite_the_36x_decode_bug(client: Kube, mocker: MockerFixture) -> None:
+def test_a_tls_error_without_body_is_wrapped_despite_the_36x_decode_bug(proxied: Kube, mocker: MockerFixture) -> None:
     # rest.py raises ApiException(status=0) without body; 36.x call_api then fails on body.decode().
     mocker.patch.object(
-        client._api.rest_client, "request", side_effect=kube.ApiException(status=0, reason="SSLError\ncert verify failed")
+        proxied._api.rest_client, "request", side_effect=kube.ApiException(status=0, reason="SSLError\ncert verify failed")
     )
     with pytest.raises(ApiError) as info:
-        client.get("/api/v1/namespaces/a/pods/p")
+        proxied.get("/api/v1/namespaces/a/pods/p")
     assert (info.value.status, info.value.reason, info.value.transient) == (0, "SSLError", True)
 
 
@@ -317,10 +394,10 @@ def test_a_refused_connection_is_a_transient_api_error() -> None:
 
 
 def test_delete_with_uid_sends_a_precondition(client: Kube, mocker: MockerFixture) -> None:
-    call = mocker.patch.object(client._api, "call_api", return_value=FakeResponse(200, b'{"kind":"Pod"}'))
+    call = mocker.patch.object(client._pool, "request", return_value=answer(200, b'{"kind":"Pod"}'))
     client.delete("/api/v1/namespaces/a/pods/p", uid="u-1", grace_seconds=0, propagation="Background")
-    assert call.call_args.args[1] == "DELETE"
-    assert call.call_args.kwargs["body"] == {
+    assert sent(call.call_args)["method"] == "DELETE"
+    assert sent(call.call_args)["body"] == {
         "kind": "DeleteOptions",
         "apiVersion": "v1",
         "preconditions": {"uid": "u-1"},
@@ -340,20 +417,20 @@ def test_delete_with_uid_sends_a_precondition(client: Kube, mocker: MockerFixtur
 def test_patch_sends_the_content_type_of_its_patch_type(
     client: Kube, mocker: MockerFixture, patch_type: str, content_type: str
 ) -> None:
-    call = mocker.patch.object(client._api, "call_api", return_value=FakeResponse(200, b"{}"))
+    call = mocker.patch.object(client._pool, "request", return_value=answer(200, b"{}"))
     client.patch("/api/v1/namespaces/a/pods/p", {"metadata": {"labels": {"x": "y"}}}, patch_type=patch_type, field_manager="tfjob")
-    assert call.call_args.kwargs["header_params"]["Content-Type"] == content_type
-    assert ("fieldManager", "tfjob") in call.call_args.kwargs["query_params"]
+    assert sent(call.call_args)["headers"]["Content-Type"] == content_type
+    assert sent(call.call_args)["target"] == "/api/v1/namespaces/a/pods/p?fieldManager=tfjob"
 
 
 def test_json_patch_sends_a_list_and_apply_can_force(client: Kube, mocker: MockerFixture) -> None:
-    call = mocker.patch.object(client._api, "call_api", return_value=FakeResponse(200, b"{}"))
+    call = mocker.patch.object(client._pool, "request", return_value=answer(200, b"{}"))
     ops = [{"op": "replace", "path": "/spec/replicas", "value": 2}]
     client.patch("/apis/apps/v1/namespaces/a/deployments/d", ops, patch_type="json")
-    assert call.call_args.kwargs["body"] == ops
-    assert call.call_args.kwargs["header_params"]["Content-Type"] == "application/json-patch+json"
+    assert sent(call.call_args)["body"] == ops
+    assert sent(call.call_args)["headers"]["Content-Type"] == "application/json-patch+json"
     client.patch("/api/v1/namespaces/a/pods/p", {}, patch_type="apply", field_manager="m", force=True)
-    assert call.call_args.kwargs["query_params"] == [("fieldManager", "m"), ("force", "true")]
+    assert sent(call.call_args)["target"] == "/api/v1/namespaces/a/pods/p?fieldManager=m&force=true"
 
 
 @pytest.mark.parametrize(
@@ -365,7 +442,7 @@ def test_json_patch_sends_a_list_and_apply_can_force(client: Kube, mocker: Mocke
     ],
 )
 def test_patch_rejects_bad_arguments_before_any_request(client: Kube, mocker: MockerFixture, body: Any, options: dict[str, Any], match: str) -> None:
-    call = mocker.patch.object(client._api, "call_api")
+    call = mocker.patch.object(client._pool, "request")
     with pytest.raises(ValueError, match=match):
         client.patch("/api/v1/namespaces/a/pods/p", body, **options)
     call.assert_not_called()
@@ -374,12 +451,12 @@ def test_patch_rejects_bad_arguments_before_any_request(client: Kube, mocker: Mo
 def test_on_request_reports_verb_resource_code_and_duration(mocker: MockerFixture) -> None:
     seen: list[tuple[str, str, int, float]] = []
     k = Kube.for_host("http://127.0.0.1:9", on_request=lambda *a: seen.append(a))
-    mocker.patch.object(k._api, "call_api", side_effect=[
-        FakeResponse(200, b"{}"),
-        FakeResponse(201, b"{}"),
-        api_exception(404, status_body(404, "NotFound")),
-        FakeResponse(200, b"{}"),
-        FakeResponse(200, b"{}"),
+    mocker.patch.object(k._pool, "request", side_effect=[
+        answer(200, b"{}"),
+        answer(201, b"{}"),
+        answer(404, status_body(404, "NotFound")),
+        answer(200, b"{}"),
+        answer(200, b"{}"),
     ])
     k.get("/api/v1/namespaces/a/pods/p")
     k.create("/api/v1/namespaces/a/pods", {})
@@ -402,7 +479,7 @@ def test_a_failing_on_request_hook_never_breaks_a_request(mocker: MockerFixture)
         raise RuntimeError("metrics down")
 
     k = Kube.for_host("http://127.0.0.1:9", on_request=broken)
-    mocker.patch.object(k._api, "call_api", return_value=FakeResponse(200, b'{"ok":1}'))
+    mocker.patch.object(k._pool, "request", return_value=answer(200, b'{"ok":1}'))
     assert k.get("/api/v1/nodes/n") == {"ok": 1}
 
 
@@ -436,7 +513,7 @@ def test_token_bucket_reservations_queue_up_across_threads() -> None:
 def test_qps_throttles_requests_but_not_watches(mocker: MockerFixture) -> None:
     k = Kube.for_host("http://127.0.0.1:9", qps=5, burst=1)
     acquire = mocker.patch.object(k._limiter, "acquire", return_value=0.0)
-    mocker.patch.object(k._api, "call_api", return_value=FakeResponse(200, b"{}"))
+    mocker.patch.object(k._pool, "request", return_value=answer(200, b"{}"))
     mocker.patch.object(k._watch_api, "call_api", return_value=FakeResponse(200, chunks=[]))
     k.get("/api/v1/nodes/a")
     k.list("/api/v1/nodes")
