@@ -19,7 +19,8 @@ Where things are, in the order the layers build on each other (imports only go d
   status, the deferred status), `events` (the Event recorder) and `metrics`.
 * `process/` -- the operator process: `cli` (`tfjob-operator run|render|validate|convert`), `app` (wiring
   and shutdown), `leader` (Lease election), `health` (/healthz, /readyz), `logs`, `documents`
-  (reading job files for the CLI), `profiles` (reading the `--profiles` file).
+  (reading job files for the CLI), `profiles` (reading the `--profiles` file), `malloc` (fewer glibc
+  malloc arenas, so resident memory stays flat after bursts).
 
 The API client (`kube`), the TF_CONFIG rules (`tfconfig`), the work queue and the informers are
 packages of their own beside this one; docs/design.md explains the rules and the reasons. The

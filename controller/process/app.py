@@ -38,6 +38,7 @@ from controller.metrics import ControllerMetrics
 from controller.process import logs
 from controller.process.health import HealthServer, parse_address
 from controller.process.leader import LeaderElectionConfig, LeaderElector, default_identity, default_namespace
+from controller.process.malloc import limit_malloc_arenas
 from controller.process.profiles import load_profiles
 from kube import ApiError, ConfigError, Kube, resource_path
 from workqueue.metrics import PrometheusMetricsProvider
@@ -70,6 +71,7 @@ def _exit_lost_lease() -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    limit_malloc_arenas()  # before any thread starts: keeps resident memory flat after bursts
     logs.configure(args.log_format, args.log_level)
     metrics = ControllerMetrics()
     try:
