@@ -32,6 +32,7 @@ jsonschema-specifications==2025.9.1
 kubernetes==36.0.3
 multidict==7.2.1
 oauthlib==4.0.1
+orjson==3.13.0
 prometheus-client==0.26.0
 propcache==0.5.4
 python-dateutil==4.0.0

@@ -34,7 +34,6 @@ import functools
 import http.client
 import importlib
 import importlib.util
-import json
 import os
 import sys
 import threading
@@ -45,6 +44,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import certifi
+import orjson
 import urllib3
 
 from kube.clock import REAL_CLOCK, Clock
@@ -283,8 +283,8 @@ class Kube:
             if not data:
                 return None
             try:
-                decoded = json.loads(data)
-            except ValueError as exc:
+                decoded = orjson.loads(data)
+            except ValueError as exc:  # orjson.JSONDecodeError is one
                 raise ApiError(
                     code, "InvalidResponse", f"response is not JSON: {data[:80]!r}", method=method, path=path
                 ) from exc
@@ -512,7 +512,7 @@ class Kube:
             return self._send_generic(method, path, query, headers, body, timeout)
         pairs = query_pairs(query)
         target = f"{path}?{urllib.parse.urlencode(pairs)}" if pairs else path
-        payload = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+        payload = None if body is None else orjson.dumps(body)
         headers = {**headers, "User-Agent": self._user_agent, **self._auth_headers()}
         try:
             answer = self._pool.request(method, target, body=payload, headers=headers, read_timeout=timeout[1],

@@ -11,13 +11,13 @@ informer must be able to stop its watch promptly, and so must someone following 
 from __future__ import annotations
 
 import contextlib
-import json
 import socket
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from typing import Any, Generic, Self, TypeVar
 
+import orjson
 import urllib3
 
 from kube.errors import ApiError
@@ -142,7 +142,7 @@ class WatchStream(LineStream[dict[str, Any]]):
 
     def _item(self, line: bytes) -> dict[str, Any] | None:
         try:
-            event = json.loads(line)  # a final line without its newline: json.loads decides whether it is whole
+            event = orjson.loads(line)  # a final line without its newline: the decoder decides whether it is whole
         except ValueError as exc:
             raise ApiError(0, "DecodeError", f"bad watch line: {exc}", method=self._method, path=self._path) from exc
         return event if isinstance(event, dict) else None
