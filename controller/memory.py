@@ -6,7 +6,9 @@ they lag behind it, so three things are kept per job key:
 * expectations: pods created or deleted that the cache does not show yet (`Expectations`), so a
   reconcile never creates a pod twice or counts a failure twice;
 * the written overlay: the job as our last status write returned it, used while the cache still
-  holds the version that write was based on (and to recognise the echo of our own write);
+  holds the version that write was based on, and let go when the echo of the write reaches the
+  cache (from then on the cache holds the same version: keeping both would double every job's
+  memory in steady state, benchmark B4);
 * the deferred status: a status computed right after creating pods and left for the reconcile that
   those pods' events bring, valid while the job is unchanged.
 
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.expectations import Expectations
+from informers.store import slim
 from kube.clock import REAL_CLOCK, Clock
 
 
@@ -60,7 +63,9 @@ class JobMemory:
 
     # ---- the written overlay ---------------------------------------------------------------------
 
-    def remember_written(self, key: str, base_resource_version: str, job: Mapping[str, Any]) -> None:
+    def remember_written(self, key: str, base_resource_version: str, job: dict[str, Any]) -> None:
+        """`job` is the write's answer, ours to keep: slimmed like a cached job (no managedFields)."""
+        slim(job)
         with self._lock:
             self._written[key] = _Written(base_resource_version, job)
 
@@ -81,11 +86,15 @@ class JobMemory:
             return cached
 
     def wrote(self, key: str, resource_version: str | None) -> bool:
-        """Whether this version of the job is the one our last status write produced."""
+        """Whether this version of the job, just cached, is the one our last status write produced.
+        If so the cache has caught up with the write and the overlay is let go."""
         with self._lock:
             written = self._written.get(key)
-        return (resource_version is not None and written is not None
-                and written.job["metadata"].get("resourceVersion") == resource_version)
+            echo = (resource_version is not None and written is not None
+                    and written.job["metadata"].get("resourceVersion") == resource_version)
+            if echo:
+                del self._written[key]
+        return echo
 
     # ---- the deferred status ---------------------------------------------------------------------
 

@@ -56,3 +56,20 @@ def test_a_failed_write_forgets_only_the_overlay() -> None:
     memory.forget_written("ns/j")
     assert not memory.wrote("ns/j", "11")
     assert memory.take_deferred("ns/j", job("11")) == {"state": "Created"}
+
+
+def test_the_echo_of_our_write_lets_the_overlay_go_as_the_cache_now_holds_it() -> None:
+    memory = JobMemory()
+    memory.remember_written("ns/j", "10", job("11"))
+    assert memory.wrote("ns/j", "11")
+    echoed = job("11")
+    assert memory.freshest("ns/j", echoed) is echoed
+    assert not memory.wrote("ns/j", "11"), "nothing is kept once the cache has the written version"
+
+
+def test_the_written_job_is_kept_without_its_managed_fields() -> None:
+    memory = JobMemory()
+    answer = job("11")
+    answer["metadata"]["managedFields"] = [{"manager": "tfjob-operator", "fieldsV1": {"f:status": {}}}]
+    memory.remember_written("ns/j", "10", answer)
+    assert "managedFields" not in memory.freshest("ns/j", job("10"))["metadata"]
