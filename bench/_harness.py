@@ -517,6 +517,16 @@ class OperatorProcess:
     def cpu_seconds(self) -> float:
         return proc_cpu_seconds(self.pid)
 
+    def open_sockets(self) -> int:
+        """Sockets the process holds open now (connections and listeners), from /proc/<pid>/fd.
+        Connections are kept alive and never closed while the pool has room, so after a burst this
+        bounds how many connections (and TLS handshakes) the burst made."""
+        count = 0
+        for fd in Path(f"/proc/{self.pid}/fd").iterdir():
+            with contextlib.suppress(OSError):
+                count += os.readlink(fd).startswith("socket:")
+        return count
+
     def queue_idle(self) -> bool:
         """The work queue is empty and no worker is busy (from workqueue_* metrics)."""
         text = self.metrics()

@@ -359,6 +359,7 @@ def burst(cfg: Config, n: int, ceiling: dict[str, Any] | None) -> dict[str, Any]
             pods_running = last(pods.times.running.values()) - start
             cpu = meter.stop()
             rss, hwm = op.rss(), op.hwm()
+            sockets = op.open_sockets()
             api_writes = writes(delta(api_before, bench.apiserver_requests()))
             op_writes = writes(delta(op_before, op.requests()))
             reconciles = reconcile_stats(op.metrics())
@@ -381,7 +382,7 @@ def burst(cfg: Config, n: int, ceiling: dict[str, Any] | None) -> dict[str, Any]
         "operator_cpu_s": cpu.get("operator"),
         "operator_cpu_ms_per_pod": round(1000 * cpu.get("operator", 0) / (5 * n), 2),
         "operator_rss_mb": round(rss / 1e6, 1), "operator_hwm_mb": round(hwm / 1e6, 1),
-        "cpu_s": cpu, "operator_writes": op_writes, "apiserver_writes": api_writes,
+        "operator_open_sockets": sockets, "cpu_s": cpu, "operator_writes": op_writes, "apiserver_writes": api_writes,
         "operator_cpu_ms_per_job": round(1000 * cpu.get("operator", 0) / n, 1),
         "reconciles_per_job": round(reconciles["count"] / n, 1),
         "reconcile_ms_mean": round(1000 * reconciles["sum"] / max(reconciles["count"], 1), 1),
@@ -402,7 +403,7 @@ def burst(cfg: Config, n: int, ceiling: dict[str, Any] | None) -> dict[str, Any]
           f"{result['per_job_created_p99_s']} s, Running p50/p99 {result['per_job_running_p50_s']}/"
           f"{result['per_job_running_p99_s']} s; operator cpu {result['operator_cpu_s']} s, RSS "
           f"{result['operator_rss_mb']} MB, {result['operator_cpu_ms_per_job']} ms CPU/job, "
-          f"{result['reconciles_per_job']} reconciles/job; writes {op_writes}", flush=True)
+          f"{result['reconciles_per_job']} reconciles/job, {sockets} sockets open; writes {op_writes}", flush=True)
     return result
 
 
@@ -596,8 +597,9 @@ def steady_state(cfg: Config, name: str, n: int, workers: int,
             rss_empty = first.rss()
             started = time.monotonic()
             submit_jobs(bench.kube, [tfjob(f"job-{i:05d}", ns, workers=workers) for i in range(n)])
-            created_ok = pods.wait(lambda: len(pods.times.first_seen) >= total, bounded(total))
-            running_ok = jobs.wait(lambda: len(jobs.times.running) >= n, bounded(total))
+            # 50 000 pods at the scheduler's ~30-50 bindings/s take longer than bounded()'s usual cap.
+            created_ok = pods.wait(lambda: len(pods.times.first_seen) >= total, bounded(total, cap=3600))
+            running_ok = jobs.wait(lambda: len(jobs.times.running) >= n, bounded(total, cap=3600))
             fill_s = time.monotonic() - started
             reconcile_p99 = histogram_quantile(first.metrics(), "tfjob_reconcile_duration_seconds", 0.99)
             log(f"{len(pods.times.first_seen)} pods, {len(jobs.times.running)}/{n} jobs Running after {fill_s:.0f} s")
@@ -766,8 +768,8 @@ def summary(cfg: Config, results: dict[str, Any]) -> list[list[Any]]:
     if b5:
         rows.append(["B5 API calls", "writes/job excl. events", b5["writes_per_job_excl_events"], "", "",
                      f"≤ {b5['target_per_job']}", verdict(b5["writes_per_job_excl_events"], b5["target_per_job"])])
-        rows.append(["B5 API calls", "writes/job incl. events", b5["writes_per_job"], "", "",
-                     f"≤ {b5['target_per_job']}", verdict(b5["writes_per_job"], b5["target_per_job"])])
+        # Events are best-effort and outside the budget (as in every earlier run): shown, not judged.
+        rows.append(["B5 API calls", "writes/job incl. events", b5["writes_per_job"], "", "", "", ""])
     b6 = results.get("b6")
     if b6:
         points = b6["points"]
