@@ -6,7 +6,8 @@ Everything else in the operator works on raw JSON dicts and on the small API bel
   replaces `ApiClient.call_api(path, method, ...)` with `param_serialize` + `call_api(method, url)` and
   changes `ApiException`. Keeping every use of the package in this file means an upgrade touches one file.
 * Typed model objects are slow to build (each one creates a `Configuration`) and the informers keep
-  thousands of objects, so every request returns raw decoded JSON (`_preload_content=False`).
+  thousands of objects, so every request returns raw decoded JSON, encoded and decoded with `orjson`
+  (faster than `json`, and it shares repeated keys' strings across the objects it decodes).
 * One generic code path (`request(method, path, ...)`) serves every resource: core, custom resources and
   subresources alike. `resource_path()` builds the paths.
 
