@@ -38,7 +38,7 @@ from controller.metrics import ControllerMetrics
 from controller.process import logs
 from controller.process.health import HealthServer, parse_address
 from controller.process.leader import LeaderElectionConfig, LeaderElector, default_identity, default_namespace
-from controller.process.malloc import limit_malloc_arenas, start_trimming
+from controller.process.malloc import limit_malloc_arenas
 from controller.process.profiles import load_profiles
 from kube import ApiError, ConfigError, Kube, resource_path
 from workqueue.metrics import PrometheusMetricsProvider
@@ -102,7 +102,6 @@ def run(args: argparse.Namespace) -> int:
         return API_UNREACHABLE_EXIT_CODE
     stop = threading.Event()
     leading = threading.Event()
-    start_trimming(stop)
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
         log.info("signal received; stopping", signal=signal.Signals(signum).name)

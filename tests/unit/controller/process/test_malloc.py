@@ -1,13 +1,11 @@
-"""Unit tests of the glibc malloc settings: the arena limit reaches mallopt (an explicit environment
-wins), and malloc_trim hands freed pages back."""
+"""Unit tests of the malloc arena limit: it reaches glibc's mallopt, and an explicit environment wins."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
-import threading
 
-from controller.process.malloc import limit_malloc_arenas, start_trimming
+from controller.process.malloc import limit_malloc_arenas
 
 
 def test_an_explicit_malloc_arena_max_in_the_environment_is_left_to_glibc() -> None:
@@ -52,31 +50,3 @@ with tempfile.NamedTemporaryFile() as f:
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
         counts[limited] = int(out.strip())
     assert counts["1"] <= 2 < counts["0"]
-
-
-def test_trim_hands_back_pages_freed_between_survivors() -> None:
-    # Blocks of 4 kB come from malloc (not Python's small-object pools); every tenth survives, so
-    # the freed ones sit between survivors and glibc keeps them resident until trimmed.
-    code = """
-from controller.process.malloc import trim
-def rss():
-    return int(open("/proc/self/statm").read().split()[1]) * 4096
-blocks = [bytearray(4096) for _ in range(50000)]
-survivors = blocks[::10]
-del blocks
-before = rss()
-released = trim()
-print(released, before - rss())
-"""
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert out[0] == "True"
-    assert int(out[1]) > 50e6, "most of the ~180 MB freed between survivors goes back to the system"
-
-
-def test_the_trimming_thread_ends_when_told_to_stop() -> None:
-    stop = threading.Event()
-    thread = start_trimming(stop, interval=0.01)
-    assert thread is not None and thread.is_alive()
-    stop.set()
-    thread.join(5)
-    assert not thread.is_alive()
