@@ -9,7 +9,9 @@ once, printing a Markdown table of CPU seconds and shares:
   creating and deleting children, writing status, posting events, serving metrics and health;
 * columns, **what kind of code ran**: JSON encoding/decoding, TLS and sockets, urllib3 and
   http.client, the client pipeline (the `kubernetes` client's generic request path and
-  `kube/client.py` around it), or the operator's own Python.
+  `kube/client.py` around it), or the operator's own Python. CPU that a thread used before it
+  blocked (it is found waiting for an answer when sampled) cannot be given a kind and is shown as
+  "blocked at the sample", in its row.
 
 The two axes are kept apart because the levers differ: a faster JSON codec helps every row's JSON
 column, HTTP/2 the TLS and HTTP columns, a thinner request path the client pipeline, and fewer events or smaller status
@@ -25,7 +27,17 @@ from pathlib import Path
 
 PURPOSES = ("watch → cache", "reconcile", "create/delete children", "status", "events", "metrics/health",
             "other")
-MECHANISMS = ("JSON", "TLS + sockets", "urllib3 + http.client", "client pipeline", "operator Python")
+MECHANISMS = ("JSON", "TLS + sockets", "urllib3 + http.client", "client pipeline", "operator Python",
+              "blocked at the sample")
+
+# Innermost frames that wait (for an answer, a lock, work): a thread found there was not running, so
+# the CPU it used since the previous sample was spent on the way in (encoding, sending) and cannot be
+# given to a kind of code; it stays in its row, in the last column.
+_BLOCKING_LEAVES = (
+    "ssl.py:read", "ssl.py:recv_into", "socket.py:readinto", "socket.py:accept", "threading.py:wait",
+    "threading.py:_wait_for_tstate_lock", "selectors.py:select", "queue.py:get", "thread.py:_worker",
+    "socketserver.py:serve_forever",
+)
 
 _JSON_FILES = ("json/decoder.py", "json/encoder.py", "json/__init__.py")
 # (marker in the frame's file, mechanism), looked up from the innermost frame outwards.
@@ -51,6 +63,8 @@ def _file(frame: str) -> str:
 
 def mechanism(frames: list[str]) -> str:
     """The kind of code at the top of the stack: the first recognised frame from the leaf up."""
+    if frames and frames[-1].endswith(_BLOCKING_LEAVES):
+        return "blocked at the sample"
     for frame in reversed(frames):
         where = _file(frame)
         if any(where.endswith(name) for name in _JSON_FILES):

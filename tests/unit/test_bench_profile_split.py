@@ -24,10 +24,16 @@ CREATE = ("create_N;python3.11/threading.py:run;controller/reconciler.py:_create
           "kube/client.py:_send;json/__init__.py:dumps;json/encoder.py:encode")
 
 
-def test_a_status_patch_waiting_on_tls_is_status_work_in_tls() -> None:
+def test_a_status_patch_waiting_for_its_answer_is_status_work_blocked_at_the_sample() -> None:
     thread, *frames = STATUS_PATCH.split(";")
     assert profile_split.purpose(thread, frames) == "status"
-    assert profile_split.mechanism(frames) == "TLS + sockets"
+    assert profile_split.mechanism(frames) == "blocked at the sample"
+
+
+def test_a_status_patch_encrypting_its_body_is_status_work_in_tls() -> None:
+    thread, *frames = STATUS_PATCH.replace("python3.11/socket.py:readinto;python3.11/ssl.py:recv_into",
+                                           "python3.11/ssl.py:sendall").split(";")
+    assert (profile_split.purpose(thread, frames), profile_split.mechanism(frames)) == ("status", "TLS + sockets")
 
 
 def test_decoding_a_watch_event_is_watch_work_in_json() -> None:
@@ -44,7 +50,7 @@ def test_planning_is_the_reconciles_own_python() -> None:
 def test_split_weights_each_stack_by_its_count_and_totals_them() -> None:
     cells, total = profile_split.split([f"{STATUS_PATCH} 300", f"{WATCH_DECODE} 100", f"{CREATE} 600"])
     assert total == 1000
-    assert cells[("status", "TLS + sockets")] == 300
+    assert cells[("status", "blocked at the sample")] == 300
     assert cells[("create/delete children", "JSON")] == 600
     table = profile_split.table(cells, total, 1e-6)
     assert "| create/delete children | 0.00 s (60 %)" in table
