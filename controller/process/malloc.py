@@ -1,6 +1,6 @@
 """Fewer glibc malloc arenas for the long-running operator, to keep its resident memory flat.
 
-glibc gives threads that contend for the allocator arenas of their own, up to eight per core. The
+glibc gives each new thread that allocates an arena of its own, up to eight per core. The
 operator runs some hundred threads (reconcile workers, create threads, informers), so a burst leaves
 many arenas each holding freed but unreturned memory: resident memory grows with the number of
 threads that once allocated, not with what is cached. Python's own small-object allocator is not
