@@ -154,7 +154,7 @@ class ConnectionPool:
                 with self._lock:
                     self.connections_made += 1
             connection.sock.settimeout(read_timeout)
-            connection.request(method, self._prefix + target, body=body, headers=dict(headers))
+            connection.request(method, self._prefix + target, body=body, headers=headers)
             answer = connection.getresponse()
             data = answer.read()
         except BaseException:

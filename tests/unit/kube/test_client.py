@@ -246,6 +246,9 @@ def test_str_names_the_request_and_the_reason() -> None:
 # --- requests through the http.client pool ---------------------------------------------------------
 
 
+INVALID_POD = status_body(422, "Invalid", 'Pod "p" is invalid: spec.containers: Required value')
+
+
 def answer(status: int = 200, body: bytes = b"", headers: dict[str, str] | None = None) -> Response:
     return Response(status, "reason phrase", headers or {}, body)
 
@@ -304,7 +307,7 @@ def test_a_non_json_response_raises_invalid_response(client: Kube, mocker: Mocke
 
 
 def test_an_error_answer_is_classified_by_its_status_body_and_retry_after(client: Kube, mocker: MockerFixture) -> None:
-    body = status_body(422, "Invalid", 'Pod "p" is invalid: spec.containers: Required value')
+    body = INVALID_POD
     mocker.patch.object(client._pool, "request", return_value=answer(422, body))
     with pytest.raises(ApiError) as info:
         client.create("/api/v1/namespaces/a/pods", {"metadata": {"name": "p"}})
@@ -362,7 +365,7 @@ def test_a_configured_proxy_sends_requests_through_the_generic_client(proxied: K
 
 
 def test_api_exceptions_from_call_api_become_api_errors(proxied: Kube, mocker: MockerFixture) -> None:
-    body = status_body(422, "Invalid", 'Pod "p" is invalid: spec.containers: Required value')
+    body = INVALID_POD
     mocker.patch.object(proxied._api, "call_api", side_effect=api_exception(422, body))
     with pytest.raises(ApiError) as info:
         proxied.create("/api/v1/namespaces/a/pods", {"metadata": {"name": "p"}})
