@@ -386,6 +386,7 @@ class Reconciler:
         try:
             retry_transient(self.kube.create)(resource_path("", "v1", "services", meta["namespace"]), body)
         except ApiError as error:
+            outcome.server_asked_to_wait(error)  # as for pods: the requeue must not come sooner
             return error, (self._ours(job, "services", meta["name"]) if error.already_exists else False)
         outcome.created.append(f"service/{meta['name']}")
         return None, None

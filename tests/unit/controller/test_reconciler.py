@@ -367,3 +367,14 @@ def test_pods_just_created_count_as_active_so_their_arrival_in_the_cache_writes_
     kube.reset_mock(return_value=False, side_effect=False)
     rec.reconcile("ns/j")  # the ADDED events arrived; the cached job still holds the old status
     assert kube.patch.call_count == 0
+
+
+def test_a_service_create_the_server_throttles_is_requeued_no_sooner_than_its_retry_after(kube: Mock) -> None:
+    def create(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        if body["kind"] == "Service":
+            raise ApiError(429, "TooManyRequests", "slow down", retry_after=30.0)
+        return body
+    kube.create.side_effect = create
+    with pytest.raises(RequeueError) as raised:
+        reconciler(kube, FakeCaches(make_job())).reconcile("ns/j")
+    assert raised.value.retry_after == 30.0
