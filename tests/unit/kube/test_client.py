@@ -743,6 +743,40 @@ def test_importing_the_client_boundary_skips_generated_apis_and_models() -> None
     assert result.returncode == 0, result.stderr
 
 
+def test_importing_the_client_boundary_defers_the_loaders_rarely_used_dependencies() -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, kube.client; "
+        "heavy = ('requests', 'requests_oauthlib', 'oauthlib', 'multiprocessing', 'dateutil'); "
+        "loaded = [m for m in sys.modules if m.split('.')[0] in heavy]; "
+        "assert not loaded, loaded"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+
+
+def test_deferred_dependencies_of_the_client_core_work_when_first_used() -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "import kube.client; "
+        "from kubernetes.client import api_client, rest; "
+        "from kubernetes.config import kube_config; "
+        "import requests_oauthlib, oauthlib.oauth2.rfc6749.errors as errors; "
+        "assert kube_config.oauthlib.oauth2.rfc6749.errors.InvalidClientIdError is errors.InvalidClientIdError; "
+        "assert rest.should_bypass_proxies('https://10.0.0.1', no_proxy='10.0.0.1') is True; "
+        "assert api_client.parse('2026-12-01T00:00:00Z').year == 2026; "
+        "pool = api_client.ThreadPool(1); pool.close(); "
+        "session = kube_config.OAuth2Session(client_id='c'); "
+        "assert isinstance(session, requests_oauthlib.OAuth2Session)"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+
+
 # --- models (benchmarks only) ------------------------------------------------------------------------
 
 
