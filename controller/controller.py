@@ -43,7 +43,7 @@ from controller.metrics import ControllerMetrics
 from controller.reconciler import Reconciler, RequeueError
 from informers.factory import InformerFactory
 from informers.informer import SharedInformer
-from informers.store import CONTROLLER_UID_INDEX, Store, controller_of, default_indexers, object_key
+from informers.store import CONTROLLER_UID_INDEX, Store, controller_of, default_indexers, object_key, slim_and_share
 from kube import ApiError, Kube
 from kube.clock import REAL_CLOCK, Clock
 from workqueue import RateLimitingQueue, default_controller_rate_limiter
@@ -131,17 +131,21 @@ class Controller:
 
         self.informer_factory = InformerFactory(kube, namespaces=self.namespaces, on_relist=on_relist, clock=clock)
         build = self.informer_factory.for_resource
-        self.jobs = build("tensorflowjobs", GROUP, VERSION, PLURAL, resync_period=resync_period)
+        # Thousands of jobs and Services repeat the same strings (images, roles, labels): cache one copy.
+        self.jobs = build("tensorflowjobs", GROUP, VERSION, PLURAL, resync_period=resync_period,
+                          store=Store(default_indexers(), transform=slim_and_share))
         self.pods = build("pods", "", "v1", "pods", label_selector=JOB_NAME_LABEL,
                           store=Store({**default_indexers(), NODE_INDEX: _index_by_node}, transform=podstate.project))
-        self.services = build("services", "", "v1", "services", label_selector=JOB_NAME_LABEL)
+        self.services = build("services", "", "v1", "services", label_selector=JOB_NAME_LABEL,
+                              store=Store(default_indexers(), transform=slim_and_share))
         self.network_policies = (build("networkpolicies", "networking.k8s.io", "v1", "networkpolicies",
                                        label_selector=JOB_NAME_LABEL) if network_policies else None)
         self.nodes = build("nodes", "", "v1", "nodes", namespaced=False) if watch_nodes else None
         if serve_tfjobs is None:
             serve_tfjobs = tfjob_crd_is_ours(kube)
         self.serve_unmanaged_tfjobs = serve_unmanaged_tfjobs
-        self.tfjobs = (build("tfjobs", TFJOB.group, TFJOB.version, TFJOB.plural, resync_period=resync_period)
+        self.tfjobs = (build("tfjobs", TFJOB.group, TFJOB.version, TFJOB.plural, resync_period=resync_period,
+                             store=Store(default_indexers(), transform=slim_and_share))
                        if serve_tfjobs else None)
         # Kueue is used when its API is served (checked once at start: install Kueue first).
         if use_kueue is None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -47,7 +48,9 @@ __all__ = [
     "index_by_controller_uid",
     "index_by_namespace",
     "object_key",
+    "share_strings",
     "slim",
+    "slim_and_share",
     "split_key",
 ]
 
@@ -123,6 +126,29 @@ def slim(obj: KubeObject) -> KubeObject:
             if not annotations:
                 del metadata["annotations"]
     return obj
+
+
+# Values unique to one object version: interning them would only grow the interpreter's string table.
+_UNSHARED_VALUES = frozenset({"uid", "resourceVersion"})
+
+
+def share_strings(value: Any, key: str = "") -> Any:
+    """A copy of `value` with its keys and short strings interned. A JSON decoder makes fresh copies
+    of every label value, image, role name and condition reason for each object, though a cache of
+    thousands of objects of one kind repeats the same few: sharing them cuts a cached pod by ~40 %
+    and a cached TensorFlowJob by ~25 % (benchmark B4)."""
+    if isinstance(value, dict):
+        return {sys.intern(k): share_strings(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [share_strings(v, key) for v in value]
+    if isinstance(value, str) and len(value) <= 64 and key not in _UNSHARED_VALUES:
+        return sys.intern(value)
+    return value
+
+
+def slim_and_share(obj: KubeObject) -> KubeObject:
+    """`slim`, then `share_strings`: the transform for caches that hold many objects of one kind."""
+    return share_strings(slim(obj))  # type: ignore[no-any-return]
 
 
 # --- tombstones and results --------------------------------------------------------------------------

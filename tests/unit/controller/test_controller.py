@@ -112,6 +112,19 @@ def test_pod_update_that_changes_only_its_resource_version_enqueues_nothing(kube
     assert settled(controller, clock, 1) == []
 
 
+def test_cached_jobs_and_services_share_their_repeated_strings(kube: Mock) -> None:
+    import json
+
+    controller = Controller(kube)
+    for store, kind in ((controller.jobs.store, "TensorFlowJob"), (controller.services.store, "Service")):
+        for name in ("a", "b"):
+            store.add(json.loads(json.dumps({"kind": kind, "metadata": {
+                "name": name, "namespace": "ns", "uid": f"uid-{name}", "labels": {"app": "training"}}})))
+        a, b = store.get("ns/a"), store.get("ns/b")
+        assert a is not None and b is not None
+        assert a["metadata"]["labels"]["app"] is b["metadata"]["labels"]["app"], kind
+
+
 def test_pod_of_an_earlier_job_with_the_same_name_is_ignored(kube: Mock) -> None:
     controller = Controller(kube)
     controller.jobs.store.add({"apiVersion": "kubeflow.org/v1", "kind": "TensorFlowJob",

@@ -16,7 +16,9 @@ from informers.store import (
     Store,
     controller_of,
     object_key,
+    share_strings,
     slim,
+    slim_and_share,
     split_key,
 )
 from informers.testing import pod
@@ -207,6 +209,28 @@ def test_an_annotations_map_left_empty_by_slimming_is_dropped() -> None:
     obj = pod("p", "1")
     obj["metadata"]["annotations"] = {LAST_APPLIED_ANNOTATION: "{}"}
     assert "annotations" not in slim(obj)["metadata"]
+
+
+def test_shared_strings_are_one_object_across_separately_decoded_objects() -> None:
+    import json
+
+    first, second = (json.loads(json.dumps(pod("p", "1"))) for _ in range(2))
+    a, b = share_strings(first), share_strings(second)
+    assert a == first
+    assert a["metadata"]["namespace"] is b["metadata"]["namespace"]
+    key_a, key_b = (next(k for k in obj["metadata"] if k == "namespace") for obj in (a, b))
+    assert key_a is key_b
+
+
+def test_a_store_with_the_sharing_transform_slims_and_shares() -> None:
+    import json
+
+    store = Store(transform=slim_and_share)
+    for name in ("a", "b"):
+        store.add(json.loads(json.dumps(pod(name, "1", managed_fields=True))))
+    a, b = store.get("default/a"), store.get("default/b")
+    assert a is not None and b is not None and "managedFields" not in a["metadata"]
+    assert a["metadata"]["namespace"] is b["metadata"]["namespace"]
 
 
 def test_slimming_can_be_turned_off() -> None:
