@@ -36,6 +36,7 @@ from .components import (
     COMPONENTS,
     KUBELET_ADDRESS,
     KWOK_NODE_ANNOTATION,
+    NODE_MONITOR_GRACE_SECONDS,
     SERVICE_IP,
     canonical,
     command,
@@ -208,13 +209,14 @@ class Cluster:
 
     def up(self, nodes: int = 4, cpus: str = "32", memory: str = "256Gi", pods: str = "110",
            gpus: int = 8, timeout: float = 180.0, bin_dir: str | os.PathLike[str] | None = None,
-           pod_logs: bool = True) -> None:
+           pod_logs: bool = True, node_grace_seconds: int = NODE_MONITOR_GRACE_SECONDS) -> None:
         """Start a fresh cluster with `nodes` fake nodes of the given capacity; wait until usable.
 
         Usable means: apiserver /readyz, controller-manager and scheduler /healthz, every node
         Ready and untainted, the `default` ServiceAccount present, and (with `pod_logs`) the agent
         that writes the simulated containers' logs started. On any failure (also
-        KeyboardInterrupt) everything started so far is stopped again.
+        KeyboardInterrupt) everything started so far is stopped again. `node_grace_seconds` is how
+        long a node may miss its lease renewals before it is NotReady and its pods are evicted.
         """
         if self._state is not None and any(self.is_running(c) for c in COMPONENTS):
             raise ClusterError(f"a cluster is already running in {self.dir}; run down first")
@@ -235,6 +237,7 @@ class Cluster:
             node_resources={"cpu": str(cpus), "memory": str(memory), "pods": str(pods),
                             "ephemeral-storage": "1Ti", **({"nvidia.com/gpu": str(gpus)} if gpus else {})},
             pod_logs=pod_logs,
+            node_grace_seconds=node_grace_seconds,
         )
         self._state = state
         state.save(self.layout.state_file)

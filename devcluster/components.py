@@ -16,9 +16,10 @@ place. The values are tuned for fast, deterministic tests on a small machine:
 * kube-controller-manager runs the default controller set (`*`: garbage collector, namespace,
   serviceaccount + token, node lifecycle, taint eviction, pod GC, job, replicaset, endpoints...),
   with per-controller ServiceAccount credentials like kubeadm. Nodes are judged lost after
-  20 s without a lease renewal (default 50 s). Eviction rate limits and zone-disruption damping are
-  lifted: with 4 fake nodes, 2 NotReady nodes would otherwise count as a "partial disruption"
-  and stop evictions altogether.
+  20 s without a lease renewal (default 50 s; `up(node_grace_seconds=...)` changes it for a cluster
+  whose single KWOK process must keep up with tens of thousands of pods). Eviction rate limits
+  and zone-disruption damping are lifted: with 4 fake nodes, 2 NotReady nodes would otherwise
+  count as a "partial disruption" and stop evictions altogether.
 * kube-scheduler is stock.
 * kwok manages the nodes annotated kwok.x-k8s.io/node=fake with a 20 s node Lease (renewed every
   5 s) and plays the stages in devcluster/stages/ (KWOK 0.8.0 has no built-in stages). Its
@@ -117,7 +118,7 @@ def command(component: str, layout: Layout, state: ClusterState) -> list[str]:
                 f"--service-account-private-key-file={pki / 'sa.key'}", f"--root-ca-file={pki / 'ca.crt'}",
                 f"--cluster-signing-cert-file={pki / 'ca.crt'}", f"--cluster-signing-key-file={pki / 'ca.key'}",
                 f"--service-cluster-ip-range={SERVICE_CIDR}",
-                "--node-monitor-period=2s", f"--node-monitor-grace-period={NODE_MONITOR_GRACE_SECONDS}s",
+                "--node-monitor-period=2s", f"--node-monitor-grace-period={state.node_grace_seconds}s",
                 "--node-eviction-rate=100", "--secondary-node-eviction-rate=100",
                 "--unhealthy-zone-threshold=1", "--large-cluster-size-threshold=1",
                 "--kube-api-qps=100", "--kube-api-burst=200", "--profiling=false"]

@@ -79,6 +79,7 @@ class ClusterState:
     node_resources: dict[str, str] = field(default_factory=dict)
     executables: dict[str, str] = field(default_factory=dict)  # argv[0] of components not in bin_dir
     pod_logs: bool = True  # whether the pod-logs agent runs (container logs of simulated pods)
+    node_grace_seconds: int = 20  # how long a node may miss lease renewals before it is NotReady
 
     def save(self, path: Path) -> None:
         tmp = path.with_suffix(".tmp")
