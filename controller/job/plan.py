@@ -23,7 +23,6 @@ The production features of docs/production.md are planned here too: the job's Ne
 from __future__ import annotations
 
 import copy
-import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -164,11 +163,16 @@ class _Planner:
         self.profiles: Sequence[Profile] = ()
         self.source_problems: Sequence[Problem] | None = None
         self.kind = str(job.get("kind") or "TensorFlowJob")
+        self._serialized_cluster: SerializedCluster | None = None
 
-    @functools.cached_property
+    @property
     def _cluster(self) -> SerializedCluster:
-        """The job's cluster serialised once per plan (for the hash and every pod built)."""
-        return SerializedCluster.of(self.job, self.cluster_domain)
+        """The job's cluster serialised once per plan (for the hash and every pod built). Not a
+        `functools.cached_property`: before Python 3.12 that holds one lock per attribute across
+        all instances while it computes, so the workers' plans would queue on each other."""
+        if self._serialized_cluster is None:
+            self._serialized_cluster = SerializedCluster.of(self.job, self.cluster_domain)
+        return self._serialized_cluster
 
     # ---- entry ---------------------------------------------------------------------------------
 

@@ -478,3 +478,35 @@ def test_pods_found_without_a_start_time_start_the_deadline_clock() -> None:
     plan = run(job, pods_for(job))
     assert plan.status["startTime"] == format_time(NOW)
     assert plan.requeue_after == 30
+
+
+def test_plans_in_two_threads_do_not_wait_on_each_other_for_the_serialised_cluster(mocker: Any) -> None:
+    import threading
+
+    from controller.job import plan as plan_module
+
+    first_inside, release_first, second_done = threading.Event(), threading.Event(), threading.Event()
+    real_of = plan_module.SerializedCluster.of
+
+    def slow_for_the_first_job(job: Any, domain: str) -> Any:
+        if job["metadata"]["name"] == "first":
+            first_inside.set()
+            release_first.wait(10)
+        return real_of(job, domain)
+
+    def named(name: str) -> dict[str, Any]:
+        job = make_job(worker=1)
+        job["metadata"]["name"] = name
+        return job
+
+    mocker.patch.object(plan_module.SerializedCluster, "of", side_effect=slow_for_the_first_job)
+    first = threading.Thread(target=run, args=(named("first"), []))
+    first.start()
+    try:
+        assert first_inside.wait(10)
+        second = threading.Thread(target=lambda: (run(named("second"), []), second_done.set()))
+        second.start()
+        assert second_done.wait(5), "the second plan waited for the first plan's cluster"
+    finally:
+        release_first.set()
+        first.join(10)
