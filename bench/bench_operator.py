@@ -598,11 +598,13 @@ def steady_state(cfg: Config, name: str, n: int, workers: int,
             time.sleep(2)
             rss_empty = first.rss()
             started = time.monotonic()
+            meter = bench.cpu_meter(first).start()
             submit_jobs(bench.kube, [tfjob(f"job-{i:05d}", ns, workers=workers) for i in range(n)])
             # 50 000 pods at the scheduler's ~30-50 bindings/s take longer than bounded()'s usual cap.
             created_ok = pods.wait(lambda: len(pods.times.first_seen) >= total, bounded(total, cap=3600))
             running_ok = jobs.wait(lambda: len(jobs.times.running) >= n, bounded(total, cap=3600))
             fill_s = time.monotonic() - started
+            fill_cpu = meter.stop()
             reconcile_p99 = histogram_quantile(first.metrics(), "tfjob_reconcile_duration_seconds", 0.99)
             log(f"{len(pods.times.first_seen)} pods, {len(jobs.times.running)}/{n} jobs Running after {fill_s:.0f} s")
             wait_until(first.queue_idle, 120, interval=1.0)
@@ -633,6 +635,9 @@ def steady_state(cfg: Config, name: str, n: int, workers: int,
     result = {
         "jobs": n, "pods": total, "services": n, "complete": created_ok and running_ok and settled,
         "fill_s": round(fill_s, 1), "fill_seconds_per_job": round(fill_s / n, 4),
+        # Per component: which parts of the cluster grow faster than the jobs (B8 against B1's largest N).
+        "fill_cpu_s": fill_cpu,
+        "fill_cpu_ms_per_job": {k: round(v * 1000 / n, 1) for k, v in fill_cpu.items() if k != "wall"},
         "reconcile_p99_ms": round(reconcile_p99 * 1000, 1),
         "rss_mb": round(rss / 1e6, 1), "hwm_mb": round(hwm / 1e6, 1),
         "rss_before_idle_mb": round(rss_before_idle / 1e6, 1),
@@ -652,7 +657,7 @@ def steady_state(cfg: Config, name: str, n: int, workers: int,
           f"{result['restart_sync_s']} s, first pass done after {result['restart_first_pass_s']} s, writes "
           f"{result['restart_writes_total']:.0f} {restart_writes} (API server: {api_writes}); "
           f"restarted RSS {result['restart_rss_mb']} MB, HWM {result['restart_hwm_mb']} MB; reconcile p99 "
-          f"{result['reconcile_p99_ms']} ms", flush=True)
+          f"{result['reconcile_p99_ms']} ms; fill CPU per job (ms) {result['fill_cpu_ms_per_job']}", flush=True)
     return result
 
 
