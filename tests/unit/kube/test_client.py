@@ -727,11 +727,17 @@ def test_kube_close_closes_open_watches(mocker: MockerFixture) -> None:
 # --- lean import ----------------------------------------------------------------------------------
 
 
-def test_importing_the_client_boundary_skips_generated_apis_and_models() -> None:
+def assert_runs_in_a_fresh_interpreter(script: str) -> None:
+    """Run `script` where nothing is imported yet (the test session has loaded everything)."""
     import subprocess
     import sys
 
-    script = (
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+
+
+def test_importing_the_client_boundary_skips_generated_apis_and_models() -> None:
+    assert_runs_in_a_fresh_interpreter(
         "import sys, kube.client as k; "
         "loaded = [m for m in sys.modules if m.startswith(('kubernetes.client.api.', 'kubernetes.client.models.'))]; "
         "assert not loaded and 'kubernetes.watch' not in sys.modules, loaded; "
@@ -739,29 +745,19 @@ def test_importing_the_client_boundary_skips_generated_apis_and_models() -> None
         "from bench._typed_models import decode_as_model; "
         "assert decode_as_model('{\"metadata\": {\"name\": \"p\"}}', 'V1Pod').metadata.name == 'p'"
     )
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr
 
 
 def test_importing_the_client_boundary_defers_the_loaders_rarely_used_dependencies() -> None:
-    import subprocess
-    import sys
-
-    script = (
+    assert_runs_in_a_fresh_interpreter(
         "import sys, kube.client; "
         "heavy = ('requests', 'requests_oauthlib', 'oauthlib', 'multiprocessing', 'dateutil'); "
         "loaded = [m for m in sys.modules if m.split('.')[0] in heavy]; "
         "assert not loaded, loaded"
     )
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr
 
 
 def test_deferred_dependencies_of_the_client_core_work_when_first_used() -> None:
-    import subprocess
-    import sys
-
-    script = (
+    assert_runs_in_a_fresh_interpreter(
         "import kube.client; "
         "from kubernetes.client import api_client, rest; "
         "from kubernetes.config import kube_config; "
@@ -773,8 +769,6 @@ def test_deferred_dependencies_of_the_client_core_work_when_first_used() -> None
         "session = kube_config.OAuth2Session(client_id='c'); "
         "assert isinstance(session, requests_oauthlib.OAuth2Session)"
     )
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr
 
 
 # --- models (benchmarks only) ------------------------------------------------------------------------
