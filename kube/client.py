@@ -149,9 +149,14 @@ def _imported_on_first_use(modules: Mapping[str, tuple[str, ...]]) -> Any:
     try:
         yield
     finally:
-        for name in placed:
-            if isinstance(sys.modules.get(name), _ImportedOnUse):
-                del sys.modules[name]
+        for name in reversed(placed):  # nothing left behind: neither the module nor its parent's attribute
+            placeholder = sys.modules.get(name)
+            if not isinstance(placeholder, _ImportedOnUse):
+                continue
+            del sys.modules[name]
+            parent, _, child = name.rpartition(".")
+            if parent and getattr(sys.modules.get(parent), child, None) is placeholder:
+                delattr(sys.modules[parent], child)
 
 
 k8s_client, k8s_config = _import_client_core()
