@@ -131,13 +131,14 @@ class Controller:
 
         self.informer_factory = InformerFactory(kube, namespaces=self.namespaces, on_relist=on_relist, clock=clock)
         build = self.informer_factory.for_resource
-        # Thousands of jobs and Services repeat the same strings (images, roles, labels): cache one copy.
-        self.jobs = build("tensorflowjobs", GROUP, VERSION, PLURAL, resync_period=resync_period,
-                          store=Store(default_indexers(), transform=slim_and_share))
+
+        def shared() -> Store:  # thousands of jobs and Services repeat the same strings: cache one copy
+            return Store(default_indexers(), transform=slim_and_share)
+
+        self.jobs = build("tensorflowjobs", GROUP, VERSION, PLURAL, resync_period=resync_period, store=shared())
         self.pods = build("pods", "", "v1", "pods", label_selector=JOB_NAME_LABEL,
                           store=Store({**default_indexers(), NODE_INDEX: _index_by_node}, transform=podstate.project))
-        self.services = build("services", "", "v1", "services", label_selector=JOB_NAME_LABEL,
-                              store=Store(default_indexers(), transform=slim_and_share))
+        self.services = build("services", "", "v1", "services", label_selector=JOB_NAME_LABEL, store=shared())
         self.network_policies = (build("networkpolicies", "networking.k8s.io", "v1", "networkpolicies",
                                        label_selector=JOB_NAME_LABEL) if network_policies else None)
         self.nodes = build("nodes", "", "v1", "nodes", namespaced=False) if watch_nodes else None
@@ -145,8 +146,7 @@ class Controller:
             serve_tfjobs = tfjob_crd_is_ours(kube)
         self.serve_unmanaged_tfjobs = serve_unmanaged_tfjobs
         self.tfjobs = (build("tfjobs", TFJOB.group, TFJOB.version, TFJOB.plural, resync_period=resync_period,
-                             store=Store(default_indexers(), transform=slim_and_share))
-                       if serve_tfjobs else None)
+                             store=shared()) if serve_tfjobs else None)
         # Kueue is used when its API is served (checked once at start: install Kueue first).
         if use_kueue is None:
             use_kueue = kube.has_api(kueue.GROUP, kueue.VERSION, kueue.WORKLOAD_KIND)

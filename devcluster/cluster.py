@@ -36,7 +36,6 @@ from .components import (
     COMPONENTS,
     KUBELET_ADDRESS,
     KWOK_NODE_ANNOTATION,
-    NODE_MONITOR_GRACE_SECONDS,
     SERVICE_IP,
     canonical,
     command,
@@ -44,7 +43,7 @@ from .components import (
 )
 from .pki import CLIENTS, make_pki, write_kubeconfig
 from .ports import free_ports
-from .state import ClusterState, Layout, default_dir
+from .state import NODE_MONITOR_GRACE_SECONDS, ClusterState, Layout, default_dir
 
 NOT_READY_LABEL = "node-not-ready.stage.kwok.x-k8s.io"
 NODE_LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"

@@ -52,7 +52,6 @@ SERVICE_IP = "10.96.0.1"  # the `kubernetes` Service: first address of SERVICE_C
 POD_CIDR = "10.244.0.0/16"
 SA_ISSUER = "https://kubernetes.default.svc.cluster.local"
 TOLERATION_SECONDS = 5
-NODE_MONITOR_GRACE_SECONDS = 20
 NODE_LEASE_SECONDS = 20
 KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
 KUBELET_ADDRESS = "127.0.0.1"  # where KWOK's kubelet-like server listens; every node's InternalDNS address

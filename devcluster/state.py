@@ -65,6 +65,10 @@ class Layout:
         return self.kubeconfigs / f"{user}.kubeconfig"
 
 
+# Seconds a node may miss its lease renewals before the controller-manager judges it lost (default 50 s).
+NODE_MONITOR_GRACE_SECONDS = 20
+
+
 @dataclass
 class ClusterState:
     """What `up` decided and started; saved as state.json after every change."""
@@ -79,7 +83,7 @@ class ClusterState:
     node_resources: dict[str, str] = field(default_factory=dict)
     executables: dict[str, str] = field(default_factory=dict)  # argv[0] of components not in bin_dir
     pod_logs: bool = True  # whether the pod-logs agent runs (container logs of simulated pods)
-    node_grace_seconds: int = 20  # how long a node may miss lease renewals before it is NotReady
+    node_grace_seconds: int = NODE_MONITOR_GRACE_SECONDS  # the controller-manager's node grace period
 
     def save(self, path: Path) -> None:
         tmp = path.with_suffix(".tmp")

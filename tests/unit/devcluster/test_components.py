@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from devcluster.components import NODE_MONITOR_GRACE_SECONDS, command
+from devcluster.components import command
 from devcluster.ports import free_ports
-from devcluster.state import ClusterState, Layout
+from devcluster.state import NODE_MONITOR_GRACE_SECONDS, ClusterState, Layout
 
 PORTS = ("etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 
