@@ -46,7 +46,7 @@ QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 ROLES = ("chief", "ps", "worker", "evaluator")
-MAX_CONTAINERS = 100  # bounds the CEL cost of rules that look at containers
+MAX_CONTAINERS = 100  # bounds the CEL cost of the TFJob kind's rule on container names
 MAX_ALLOWED_PEERS = 32  # spec.networkPolicy.allowFrom
 NETWORKING_DOCUMENT = "apis__networking.k8s.io__v1_openapi.json"
 NETWORK_POLICY_PEER = "io.k8s.api.networking.v1.NetworkPolicyPeer"
@@ -206,13 +206,6 @@ def role_schema(template: dict[str, Any], role: str) -> dict[str, Any]:
             "template": template,
             "stall": stall_schema(),
         },
-        "x-kubernetes-validations": [
-            {
-                "rule": "self.template.spec.containers.all(c, has(c.image) && c.image != '')",
-                "message": "every container in template.spec.containers needs an image",
-                "fieldPath": ".template.spec.containers",
-            },
-        ],
     }
 
 
@@ -226,10 +219,19 @@ def name_length_rule(role: str) -> dict[str, Any]:
 
 
 def pod_template_schema(inliner: Inliner, description: str) -> dict[str, Any]:
-    """A PodTemplateSpec, every `$ref` inlined, at most MAX_CONTAINERS containers and at least one."""
+    """A PodTemplateSpec, every `$ref` inlined, at most MAX_CONTAINERS containers and at least one,
+    each with an image.
+
+    The image is required by the schema (`required`, `minLength`) rather than by a CEL rule: the API
+    server checks both on every write, status writes included, and a CEL rule that walks the
+    containers cost about 1 ms of its CPU per status write (a tenth of the write) where the schema's
+    check costs next to nothing; the error names the container's field either way."""
     pod_spec = inliner.component("io.k8s.api.core.v1.PodSpec")
-    pod_spec["properties"]["containers"]["maxItems"] = MAX_CONTAINERS
-    pod_spec["properties"]["containers"]["minItems"] = 1
+    containers = pod_spec["properties"]["containers"]
+    containers["maxItems"] = MAX_CONTAINERS
+    containers["minItems"] = 1
+    containers["items"]["required"] = sorted({*containers["items"].get("required", ()), "image"})
+    containers["items"]["properties"]["image"]["minLength"] = 1
     return {
         "type": "object",
         "description": description,

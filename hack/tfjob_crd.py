@@ -4,12 +4,13 @@ writes it to manifests/kubeflow/tfjob-crd.yaml.
 The same API as Kubeflow's training operator v1.9 (names, fields, the State and Age columns, the
 status subresource) with what Kubeflow left to its validating webhook, or did not check, as CEL
 rules, each naming the field: known replica types (any letter case, as Kubeflow's defaulting
-accepts), at most one Chief or Master, a container named `tensorflow` with an image, `managedBy` one
-of the known controllers and immutable, `schedulingPolicy.queue` immutable; and what this operator
-needs: at most one chief (or master) and evaluator replica, a chief, master or worker with replicas,
-pod names that fit a DNS label. The pod template schema is embedded, as in the TensorFlowJob CRD.
-Beside Kubeflow's: the category `tfjob-operator` (how `--kubeflow-tfjob=auto` tells this CRD from
-Kubeflow's), a `scale` subresource on the Worker replicas, and the operator's status fields.
+accepts), at most one Chief or Master, a container named `tensorflow` (every container's image is
+required by the pod template's schema), `managedBy` one of the known controllers and immutable,
+`schedulingPolicy.queue` immutable; and what this operator needs: at most one chief (or master) and
+evaluator replica, a chief, master or worker with replicas, pod names that fit a DNS label. The pod
+template schema is embedded, as in the TensorFlowJob CRD. Beside Kubeflow's: the category
+`tfjob-operator` (how `--kubeflow-tfjob=auto` tells this CRD from Kubeflow's), a `scale`
+subresource on the Worker replicas, and the operator's status fields.
 """
 
 from __future__ import annotations
@@ -40,9 +41,6 @@ def replica_spec_schema(template: dict[str, Any]) -> dict[str, Any]:
         },
         "required": ["template"],
         "x-kubernetes-validations": [
-            {"rule": "self.template.spec.containers.all(c, has(c.image) && c.image != '')",
-             "message": "every container in template.spec.containers needs an image",
-             "fieldPath": ".template.spec.containers"},
             {"rule": "self.template.spec.containers.exists(c, c.name == 'tensorflow')",
              "message": "template.spec.containers must have a container named tensorflow",
              "fieldPath": ".template.spec.containers"},

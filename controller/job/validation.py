@@ -205,6 +205,9 @@ def _problem_from_schema_error(error: jsonschema.ValidationError) -> Problem:
         return Problem(path, f"has more than the maximum of {error.validator_value} items")
     if keyword == "pattern" and error.validator_value == "^/":
         return Problem(path, f"{value!r} must be an absolute path (starting with /)")
+    if keyword == "minLength":
+        return Problem(path, "must not be empty" if error.validator_value == 1
+                       else f"is shorter than the minimum of {error.validator_value} characters")
     if keyword == "maxLength":
         return Problem(path, f"is longer than the maximum of {error.validator_value} characters")
     return Problem(path, error.message)
@@ -296,13 +299,6 @@ def _check_role(job_name: str, spec: Mapping[str, Any], role: str) -> list[Probl
     if role not in spec:
         return []
     problems = pod_name_problems(job_name, role, replicas)
-    containers = spec[role]["template"]["spec"]["containers"]
-    for index, container in enumerate(containers):
-        if not container.get("image"):
-            problems.append(Problem(
-                f"spec.{role}.template.spec.containers[{index}].image",
-                "every container in template.spec.containers needs an image",
-            ))
     if spec[role].get("stall") is not None:
         problems += _check_stall(role, spec[role]["stall"])
     port = role_port(spec[role])

@@ -326,7 +326,8 @@ def test_tensorflowjob_crd_is_established_and_served_to_kubectl(cluster: Cluster
     ({"chief": role(2, image=DEVCLUSTER_IMAGE), "worker": role(1, image=DEVCLUSTER_IMAGE)},
      "spec.chief.replicas: Invalid value"),
     ({"ps": role(1, image=DEVCLUSTER_IMAGE)}, "spec: Invalid value: at least one of spec.chief or spec.worker"),
-], ids=["chief-replicas-2", "no-chief-no-worker"])
+    ({"worker": role(1, image="")}, "spec.worker.template.spec.containers[0].image: Invalid value"),
+], ids=["chief-replicas-2", "no-chief-no-worker", "container-with-empty-image"])
 def test_invalid_tensorflowjob_is_rejected_at_apply_naming_the_field(cluster: Cluster, tfjob_crd: str,
                                                                      namespace: str, spec: dict[str, Any],
                                                                      field: str) -> None:

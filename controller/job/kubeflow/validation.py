@@ -87,10 +87,6 @@ def _check_semantics(tfjob: Mapping[str, Any]) -> list[Problem]:
     for key, replica in specs.items():
         path = f"{SPECS}.{key}"
         containers = replica["template"]["spec"]["containers"]
-        for index, container in enumerate(containers):
-            if not container.get("image"):
-                problems.append(Problem(f"{path}.template.spec.containers[{index}].image",
-                                        "every container in template.spec.containers needs an image"))
         if not any(container.get("name") == TF_CONTAINER for container in containers):
             problems.append(Problem(f"{path}.template.spec.containers",
                                     f"template.spec.containers must have a container named {TF_CONTAINER}"))

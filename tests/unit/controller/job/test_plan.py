@@ -431,7 +431,7 @@ def test_invalid_spec_fails_the_job_with_the_problem() -> None:
     job["spec"]["worker"]["template"]["spec"]["containers"][0]["image"] = ""
     failed = condition(run(job, []), "Failed")
     assert failed["reason"] == "InvalidSpec"
-    assert "needs an image" in failed["message"]
+    assert "spec.worker.template.spec.containers[0].image: must not be empty" in failed["message"]
 
 
 def test_gate_holds_a_job_suspended_with_the_given_reason() -> None:

@@ -46,8 +46,7 @@ def test_a_replica_needs_a_container_named_tensorflow() -> None:
 
 def test_a_container_without_an_image_is_named() -> None:
     tfjob = tfjob_manifest("j", {"Worker": replica(1, containers=[container(image="")])})
-    assert messages(tfjob) == ["spec.tfReplicaSpecs.Worker.template.spec.containers[0].image: every container in "
-                               "template.spec.containers needs an image"]
+    assert messages(tfjob) == ["spec.tfReplicaSpecs.Worker.template.spec.containers[0].image: must not be empty"]
 
 
 def test_two_chief_replicas_are_rejected() -> None:
