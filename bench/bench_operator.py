@@ -35,7 +35,8 @@ clock), never from `creationTimestamp`. Ratios are against baselines measured in
   pods + 1 Service + 3 status writes + cleanup deletes.
 * **B8 scale** — B4 at 10 000 jobs x (1 ps + 4 workers) = 50 000 pods on 50 KWOK nodes: RSS, cache
   sync and writes after a restart (0), reconcile p99, and the time per job to fill the cluster against
-  the largest B1 burst's time per job to Running (target ≤ 1.2x).
+  the time per job to Running of a burst of a tenth as many jobs on the same 50 nodes (target ≤ 1.2x):
+  the same cluster shape on both sides, so that only the number of jobs differs.
 * **B6 scaling** — the burst at N = 100, 300, 1 000 (shared with B1): per-job time and the fitted slope
   of T(N) = a + b·N; per-job time at the largest N within 1.2x of the smallest.
 
@@ -162,14 +163,16 @@ class Config:
             cfg.burst_sizes = tuple(int(x) for x in env["TFJOB_BENCH_BURST_SIZES"].split(","))
         if env.get("TFJOB_BENCH_PAIRED", "1").lower() in ("0", "false", "no"):
             cfg.paired = False
+        if env.get("TFJOB_BENCH_SCALE_JOBS"):
+            cfg.scale_jobs = int(env["TFJOB_BENCH_SCALE_JOBS"])
         if env.get("TFJOB_BENCH_PROFILE"):
             cfg.profile_dir = Path(env["TFJOB_BENCH_PROFILE"]).resolve()
         return cfg
 
 
-def fresh_cluster(pool_size: int = 96) -> Any:
-    log("starting a fresh devcluster")
-    return _fresh_cluster(pool_size)
+def fresh_cluster(pool_size: int = 96, shape: dict[str, Any] | None = None) -> Any:
+    log(f"starting a fresh devcluster{' of ' + str(shape) if shape else ''}")
+    return _fresh_cluster(pool_size, shape=shape)
 
 
 def operator(bench: BenchCluster, cfg: Config, name: str) -> Any:
@@ -334,20 +337,23 @@ def b0_ceiling(cfg: Config) -> dict[str, Any]:
 # --- B1 / B6 ------------------------------------------------------------------------------------------
 
 
-def burst(cfg: Config, n: int, ceiling: dict[str, Any] | None) -> dict[str, Any]:
+def burst(cfg: Config, n: int, ceiling: dict[str, Any] | None, *, label: str = "b1",
+          shape: dict[str, Any] | None = None, paired: bool | None = None) -> dict[str, Any]:
+    """N jobs submitted at once into a fresh cluster (`shape`: CLUSTER_SHAPE unless given), preceded
+    by the fair ideal for the same N when `paired` (default: the config's)."""
     ideal = None
-    if cfg.paired:
+    if cfg.paired if paired is None else paired:
         # The fair ideal right before the operator's run: this box is shared, so baselines drift.
         ideal = ideal_run([tfjob(f"job-{i:04d}", "", workers=4) for i in range(n)], create_threads(cfg))
         print(f"  B1' N={n:<5} ideal ({ideal['create_threads']} create threads): all objects after "
               f"{ideal['all_created_s']:.2f} s, all pods Running after {ideal['all_pods_running_s']:.2f} s",
               flush=True)
-    with fresh_cluster() as bench:
+    with fresh_cluster(shape=shape) as bench:
         ns = bench.create_namespace("bench")
         pods = bench.watch(PodRecorder(bench.kube, ns))
         services = bench.watch(CountRecorder(bench.kube, resource_path("", "v1", "services", ns)))
         jobs = bench.watch(JobRecorder(bench.kube, ns))
-        with operator(bench, cfg, f"b1-burst-{n}") as op:
+        with operator(bench, cfg, f"{label}-burst-{n}") as op:
             api_before, op_before = bench.apiserver_requests(), op.requests()
             meter = bench.cpu_meter(op).start()
             bodies = [tfjob(f"job-{i:04d}", ns, workers=4) for i in range(n)]
@@ -396,8 +402,8 @@ def burst(cfg: Config, n: int, ceiling: dict[str, Any] | None) -> dict[str, Any]
         result["ideal"] = ideal
         result["efficiency"] = round(ideal["all_created_s"] / created, 3)
         result["running_vs_ideal"] = round(running / ideal["all_pods_running_s"], 3)
-    write_result(f"b1_burst_{n}", result)
-    print(f"  B1 N={n:<5} all {6 * n} objects after {result['all_created_s']:.2f} s "
+    write_result(f"{label}_burst_{n}", result)
+    print(f"  {label.upper()} N={n:<5} all {6 * n} objects after {result['all_created_s']:.2f} s "
           f"({result['objects_per_s']:.0f}/s, vs the ideal {fmt(result.get('efficiency'))}); all Running after "
           f"{result['all_running_s']:.2f} s (x{fmt(result.get('running_vs_ideal'))} the ideal's pods; its own pods "
           f"all Running {result['all_pods_running_s']:.2f} s); "
@@ -565,19 +571,23 @@ def b4_steady(cfg: Config) -> dict[str, Any]:
     return steady_state(cfg, "b4", cfg.steady_jobs, cfg.steady_workers)
 
 
-def b8_scale(cfg: Config, bursts: list[dict[str, Any]]) -> dict[str, Any]:
+def b8_scale(cfg: Config) -> dict[str, Any]:
     """B4 at ten times the jobs: RSS, sync after a restart, writes on restart, reconcile p99, and the
-    time per job to fill the cluster against the largest B1 burst's time per job (all Running)."""
+    time per job to fill the cluster against the time per job to Running of a burst of a tenth as
+    many jobs on the same cluster shape (the same nodes, so that only the number of jobs differs)."""
+    reference_n = max(cfg.scale_jobs // 10, 1)
+    reference = burst(cfg, reference_n, None, label="b8_reference", shape=SCALE_CLUSTER_SHAPE, paired=False)
     result = steady_state(cfg, "b8", cfg.scale_jobs, cfg.scale_workers, SCALE_CLUSTER_SHAPE)
-    reference = max(bursts, key=lambda b: b["n"]) if bursts else None
-    if reference:
-        result["reference_n"] = reference["n"]
-        result["reference_seconds_per_job"] = reference["seconds_per_job_running"]
-        result["per_job_ratio"] = round(result["fill_seconds_per_job"] / reference["seconds_per_job_running"], 3)
-        write_result("b8_scale", result)
-        print(f"  B8 per-job time to Running {result['fill_seconds_per_job']} s at N={result['jobs']} against "
-              f"{reference['seconds_per_job_running']} s at N={reference['n']}: x{result['per_job_ratio']}",
-              flush=True)
+    result["reference_n"] = reference["n"]
+    result["reference_seconds_per_job"] = reference["seconds_per_job_running"]
+    result["reference_cpu_ms_per_job"] = {k: round(v * 1000 / reference["n"], 1)
+                                          for k, v in reference["cpu_s"].items() if k != "wall"}
+    result["per_job_ratio"] = round(result["fill_seconds_per_job"] / reference["seconds_per_job_running"], 3)
+    write_result("b8_scale", result)
+    print(f"  B8 per-job time to Running {result['fill_seconds_per_job']} s at N={result['jobs']} against "
+          f"{reference['seconds_per_job_running']} s at N={reference['n']} on the same cluster shape: "
+          f"x{result['per_job_ratio']}; CPU per job (ms) {result['fill_cpu_ms_per_job']} against "
+          f"{result['reference_cpu_ms_per_job']}", flush=True)
     return result
 
 
@@ -635,7 +645,7 @@ def steady_state(cfg: Config, name: str, n: int, workers: int,
     result = {
         "jobs": n, "pods": total, "services": n, "complete": created_ok and running_ok and settled,
         "fill_s": round(fill_s, 1), "fill_seconds_per_job": round(fill_s / n, 4),
-        # Per component: which parts of the cluster grow faster than the jobs (B8 against B1's largest N).
+        # Per component: which parts of the cluster grow faster than the jobs (B8 against its reference burst).
         "fill_cpu_s": fill_cpu,
         "fill_cpu_ms_per_job": {k: round(v * 1000 / n, 1) for k, v in fill_cpu.items() if k != "wall"},
         "reconcile_p99_ms": round(reconcile_p99 * 1000, 1),
@@ -827,7 +837,7 @@ def run(cfg: Config) -> tuple[dict[str, Any], list[str]]:
     if "b5" in cfg.scenarios:
         attempt("b5", lambda: b5_api_calls(cfg))
     if "b8" in cfg.scenarios:
-        attempt("b8", lambda: b8_scale(cfg, results.get("bursts", [])))
+        attempt("b8", lambda: b8_scale(cfg))
     return results, errors
 
 
