@@ -368,7 +368,11 @@ def burst(cfg: Config, n: int, ceiling: dict[str, Any] | None, *, label: str = "
             cpu = meter.stop()
             rss, hwm = op.rss(), op.hwm()
             sockets = op.open_sockets()
-            api_writes = writes(delta(api_before, bench.apiserver_requests()))
+            api_delta = delta(api_before, bench.apiserver_requests())
+            api_writes = writes(api_delta)
+            # Everyone's writes (bindings, KWOK's pod status, the endpoint controllers): what the burst
+            # cost the API server beyond the operator's own requests.
+            cluster_writes = writes(api_delta, operator_only=False)
             op_writes = writes(delta(op_before, op.requests()))
             reconciles = reconcile_stats(op.metrics())
     per_job_created = []
@@ -391,6 +395,7 @@ def burst(cfg: Config, n: int, ceiling: dict[str, Any] | None, *, label: str = "
         "operator_cpu_ms_per_pod": round(1000 * cpu.get("operator", 0) / (5 * n), 2),
         "operator_rss_mb": round(rss / 1e6, 1), "operator_hwm_mb": round(hwm / 1e6, 1),
         "operator_open_sockets": sockets, "cpu_s": cpu, "operator_writes": op_writes, "apiserver_writes": api_writes,
+        "cluster_writes": cluster_writes,
         "operator_cpu_ms_per_job": round(1000 * cpu.get("operator", 0) / n, 1),
         "reconciles_per_job": round(reconciles["count"] / n, 1),
         "reconcile_ms_mean": round(1000 * reconciles["sum"] / max(reconciles["count"], 1), 1),

@@ -6,8 +6,10 @@
 * deletes first (UID preconditions, so a recreated pod of the same name is never hit; 404 and a
   UID mismatch both mean "already gone"), with expectations raised before the call;
 * then the Service (alongside the first pod batch) and pod creates in parallel, in slow-start
-  batches (1, 2, 4, ...) like
-  client-go's, so a systematic error (quota, invalid template) costs a few calls, not hundreds;
+  batches (8, 16, 32, ...), so a systematic error (quota, invalid template) costs a few calls, not
+  hundreds. client-go's controllers start at 1; a TF job usually has a handful of pods, and creating
+  them in one round rather than three (1, 2, 2 for five pods) gets the job's pods to the scheduler
+  and the endpoint controllers together;
 * then the status through the status subresource, only when it changed, as a merge patch guarded
   by the resourceVersion it was computed from -- except right after a pass that only created pods:
   their own ADDED events bring the next reconcile within the pod batch period, and that one writes
@@ -73,6 +75,7 @@ class Caches(Protocol):
 
 STALE_CACHE_WAIT = 1.0  # seconds before retrying a conflicting status write when the job cannot be read
 NETWORKING = ("networking.k8s.io", "v1", "networkpolicies")
+SLOW_START_INITIAL_BATCH = 8  # pods created at once before the first error check; then doubling
 
 
 class RequeueError(Exception):
@@ -408,7 +411,7 @@ class Reconciler:
         self.expectations.expect_creations(key, [p["metadata"]["name"] for p in todo])
         problems: list[str] = []
         start = 0
-        batch = 1
+        batch = SLOW_START_INITIAL_BATCH
         failed = False
         while start < len(todo):
             chunk = todo[start:start + batch]

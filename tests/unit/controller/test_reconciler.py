@@ -14,7 +14,7 @@ from pytest_mock import MockerFixture
 from controller.job.builders import build_service
 from controller.job.defaults import apply_defaults
 from controller.job.timeutil import format_time
-from controller.reconciler import STALE_CACHE_WAIT, Reconciler, RequeueError
+from controller.reconciler import SLOW_START_INITIAL_BATCH, STALE_CACHE_WAIT, Reconciler, RequeueError
 from kube import ApiError, Kube
 from kube.clock import FakeClock
 from tests.support.caches import FakeCaches
@@ -155,14 +155,29 @@ def test_rejected_template_fails_the_job_with_invalid_pod_template(kube: Mock) -
     kube.create.side_effect = lambda path, body: (_ for _ in ()).throw(
         ApiError(422, "Invalid", 'Pod "j-worker-0" is invalid: spec.containers[0].image: Required value')
     ) if body["kind"] == "Pod" else body
-    reconciler(kube, FakeCaches(make_job(workers=4))).reconcile("ns/j")
+    reconciler(kube, FakeCaches(make_job(workers=20))).reconcile("ns/j")
     status = kube.patch.call_args.args[1]["status"]
     failed = next(c for c in status["conditions"] if c["type"] == "Failed")
     assert failed["reason"] == "InvalidPodTemplate"
     assert "spec.containers[0].image: Required value" in failed["message"]
     assert status["state"] == "Failed"
     pod_creates = [c for c in kube.create.call_args_list if c.args[1]["kind"] == "Pod"]
-    assert len(pod_creates) == 1  # slow start: the first batch of one failed, nothing more was tried
+    assert len(pod_creates) == SLOW_START_INITIAL_BATCH  # the first batch failed; the other 12 were not tried
+
+
+def test_a_small_job_has_all_its_pods_created_in_one_concurrent_batch(kube: Mock) -> None:
+    all_five_sent = threading.Barrier(5, timeout=5)
+
+    def create(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        if body["kind"] == "Pod":
+            all_five_sent.wait()  # breaks if any pod create waits for another one to finish first
+        return body
+
+    kube.create.side_effect = create
+    rec = Reconciler(kube, FakeCaches(make_job(workers=5)), clock=FakeClock(wall=NOW), create_parallelism=8)
+    outcome = rec.reconcile("ns/j")
+    assert sorted(outcome.created) == ["j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4",
+                                       "service/j"]
 
 
 def test_foreign_pod_holding_a_name_is_a_conflict_and_left_alone(kube: Mock) -> None:
