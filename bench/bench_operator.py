@@ -585,8 +585,7 @@ def b8_scale(cfg: Config) -> dict[str, Any]:
     result = steady_state(cfg, "b8", cfg.scale_jobs, cfg.scale_workers, SCALE_CLUSTER_SHAPE)
     result["reference_n"] = reference["n"]
     result["reference_seconds_per_job"] = reference["seconds_per_job_running"]
-    result["reference_cpu_ms_per_job"] = {k: round(v * 1000 / reference["n"], 1)
-                                          for k, v in reference["cpu_s"].items() if k != "wall"}
+    result["reference_cpu_ms_per_job"] = cpu_ms_per_job(reference["cpu_s"], reference["n"])
     result["per_job_ratio"] = round(result["fill_seconds_per_job"] / reference["seconds_per_job_running"], 3)
     write_result("b8_scale", result)
     print(f"  B8 per-job time to Running {result['fill_seconds_per_job']} s at N={result['jobs']} against "
@@ -594,6 +593,11 @@ def b8_scale(cfg: Config) -> dict[str, Any]:
           f"x{result['per_job_ratio']}; CPU per job (ms) {result['fill_cpu_ms_per_job']} against "
           f"{result['reference_cpu_ms_per_job']}", flush=True)
     return result
+
+
+def cpu_ms_per_job(cpu: dict[str, float], jobs: int) -> dict[str, float]:
+    """A CpuMeter reading (seconds per component) as milliseconds per job, without the wall clock."""
+    return {k: round(v * 1000 / jobs, 1) for k, v in cpu.items() if k != "wall"}
 
 
 def steady_state(cfg: Config, name: str, n: int, workers: int,
@@ -652,7 +656,7 @@ def steady_state(cfg: Config, name: str, n: int, workers: int,
         "fill_s": round(fill_s, 1), "fill_seconds_per_job": round(fill_s / n, 4),
         # Per component: which parts of the cluster grow faster than the jobs (B8 against its reference burst).
         "fill_cpu_s": fill_cpu,
-        "fill_cpu_ms_per_job": {k: round(v * 1000 / n, 1) for k, v in fill_cpu.items() if k != "wall"},
+        "fill_cpu_ms_per_job": cpu_ms_per_job(fill_cpu, n),
         "reconcile_p99_ms": round(reconcile_p99 * 1000, 1),
         "rss_mb": round(rss / 1e6, 1), "hwm_mb": round(hwm / 1e6, 1),
         "rss_before_idle_mb": round(rss_before_idle / 1e6, 1),
