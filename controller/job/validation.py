@@ -45,9 +45,16 @@ class Problem:
 
 
 # Validation is a pure function of the document, and the controller validates the same unchanged
-# job on every pod event of a burst: remembered by a digest of the document, it costs ~5 % of a
-# schema check. (resourceVersion and managedFields are left out of the digest: not validated.)
-_REMEMBERED: cachetools.LRUCache[bytes, tuple[Problem, ...]] = cachetools.LRUCache(maxsize=4096)
+# job on every pod event of a burst and on every resync pass: remembered, it costs ~5 % of a schema
+# check. A job from the API server is remembered under its uid, one entry per job holding the digest
+# of the document last checked, so the memo holds every live job however many there are (keyed by
+# digest alone, as documents without a uid still are, a resync pass over more jobs than the memo
+# holds would miss every time). resourceVersion and managedFields are left out of the digest: they
+# are not validated.
+_MEMO_SIZE = 65536
+_MemoKey = tuple[Callable[[Any], list[Problem]], str | bytes]
+_REMEMBERED: cachetools.LRUCache[_MemoKey, tuple[bytes, tuple[Problem, ...]]] = cachetools.LRUCache(
+    maxsize=_MEMO_SIZE)
 _REMEMBERED_LOCK = threading.Lock()
 _NOT_VALIDATED = ("resourceVersion", "managedFields")
 
@@ -68,16 +75,24 @@ def remembered(document: Any, check: Callable[[Any], list[Problem]]) -> list[Pro
     if isinstance(document, Mapping) and "status" in document:
         document = {k: v for k, v in document.items() if k != "status"}
     digest = document_digest(document)
-    if digest is not None:
-        with _REMEMBERED_LOCK:
-            known = _REMEMBERED.get(digest)
-        if known is not None:
-            return list(known)
+    if digest is None:
+        return check(document)
+    key = (check, _memo_key(document, digest))
+    with _REMEMBERED_LOCK:
+        known = _REMEMBERED.get(key)
+    if known is not None and known[0] == digest:
+        return list(known[1])
     problems = check(document)
-    if digest is not None:
-        with _REMEMBERED_LOCK:
-            _REMEMBERED[digest] = tuple(problems)
+    with _REMEMBERED_LOCK:
+        _REMEMBERED[key] = (digest, tuple(problems))
     return problems
+
+
+def _memo_key(document: Mapping[str, Any], digest: bytes) -> str | bytes:
+    """The job's uid when it has one (a stored job: one entry per job), else the digest itself."""
+    metadata = document.get("metadata")
+    uid = metadata.get("uid") if isinstance(metadata, Mapping) else None
+    return uid if isinstance(uid, str) and uid else digest
 
 
 def document_digest(job: Any) -> bytes | None:
