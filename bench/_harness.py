@@ -422,7 +422,7 @@ def tfjob(name: str, namespace: str, *, workers: int, ps: int = 1, chief: bool =
             "metadata": {"name": name, "namespace": namespace}, "spec": spec}
 
 
-def jobs_path(namespace: str, name: str | None = None) -> str:
+def jobs_path(namespace: str | None, name: str | None = None) -> str:
     return resource_path("kubeflow.org", "v1", "tensorflowjobs", namespace, name)
 
 
@@ -674,7 +674,8 @@ class Recorder:
 
 
 class PodRecorder(Recorder):
-    def __init__(self, kube: Kube, namespace: str) -> None:
+    def __init__(self, kube: Kube, namespace: str | None) -> None:
+        """Pods of `namespace` (None: of every namespace)."""
         self.times = PodTimes()
         super().__init__(kube, resource_path("", "v1", "pods", namespace), self._record)
 
@@ -700,7 +701,8 @@ class PodRecorder(Recorder):
 
 
 class JobRecorder(Recorder):
-    def __init__(self, kube: Kube, namespace: str) -> None:
+    def __init__(self, kube: Kube, namespace: str | None) -> None:
+        """TensorFlowJobs of `namespace` (None: of every namespace)."""
         self.times = JobTimes()
         super().__init__(kube, jobs_path(namespace), self._record)
 

@@ -48,6 +48,8 @@ Knobs (environment):
 * TFJOB_BENCH_OPERATOR_ARGS="--workers 32 --qps 500 --burst 1000": the operator's flags (its defaults);
 * TFJOB_BENCH_BURST_SIZES=100,300,1000; TFJOB_BENCH_PAIRED=0 skips the fair ideal run before each burst;
 * TFJOB_BENCH_PROFILE=DIR: run the operator under bench/_sampler.py; profiles land in DIR;
+* TFJOB_BENCH_SCALE_JOBS=3000: B8's size; TFJOB_BENCH_SCALE_NAMESPACES=10 spreads its jobs over as many
+  namespaces (an experiment; the reference burst stays in one);
 * TFJOB_BENCH_REUSE_CEILING=1: take B0 from bench/results/b0_ceiling.json of an earlier run (experiments);
 * TFJOB_BENCH_OPERATOR_ROOT=DIR: run the operator from a modified copy of the repository (experiments).
 
@@ -141,6 +143,7 @@ class Config:
     steady_idle: float = 30.0
     scale_jobs: int = 10000
     scale_workers: int = 4
+    scale_namespaces: int = 1
     api_jobs: int = 10
     paired: bool = True
 
@@ -165,6 +168,8 @@ class Config:
             cfg.paired = False
         if env.get("TFJOB_BENCH_SCALE_JOBS"):
             cfg.scale_jobs = int(env["TFJOB_BENCH_SCALE_JOBS"])
+        if env.get("TFJOB_BENCH_SCALE_NAMESPACES"):
+            cfg.scale_namespaces = int(env["TFJOB_BENCH_SCALE_NAMESPACES"])
         if env.get("TFJOB_BENCH_PROFILE"):
             cfg.profile_dir = Path(env["TFJOB_BENCH_PROFILE"]).resolve()
         return cfg
@@ -582,7 +587,8 @@ def b8_scale(cfg: Config) -> dict[str, Any]:
     many jobs on the same cluster shape (the same nodes, so that only the number of jobs differs)."""
     reference_n = max(cfg.scale_jobs // 10, 1)
     reference = burst(cfg, reference_n, None, label="b8_reference", shape=SCALE_CLUSTER_SHAPE, paired=False)
-    result = steady_state(cfg, "b8", cfg.scale_jobs, cfg.scale_workers, SCALE_CLUSTER_SHAPE)
+    result = steady_state(cfg, "b8", cfg.scale_jobs, cfg.scale_workers, SCALE_CLUSTER_SHAPE,
+                          namespaces=cfg.scale_namespaces)
     result["reference_n"] = reference["n"]
     result["reference_seconds_per_job"] = reference["seconds_per_job_running"]
     result["reference_cpu_ms_per_job"] = cpu_ms_per_job(reference["cpu_s"], reference["n"])
@@ -601,14 +607,17 @@ def cpu_ms_per_job(cpu: dict[str, float], jobs: int) -> dict[str, float]:
 
 
 def steady_state(cfg: Config, name: str, n: int, workers: int,
-                 shape: dict[str, Any] | None = None) -> dict[str, Any]:
+                 shape: dict[str, Any] | None = None, namespaces: int = 1) -> dict[str, Any]:
+    """`namespaces` > 1 spreads the jobs over that many namespaces, round robin (an experiment: the
+    scheduler and the endpoint controllers scan a pod's namespace for the Services selecting it)."""
     per_job = workers + 1
     total = n * per_job
     log(f"starting a fresh devcluster{' of ' + str(shape) if shape else ''}")
     with _fresh_cluster(shape=shape) as bench:
-        ns = bench.create_namespace("bench")
-        pods = bench.watch(PodRecorder(bench.kube, ns))
-        jobs = bench.watch(JobRecorder(bench.kube, ns))
+        spaces = [bench.create_namespace("bench" if namespaces == 1 else f"bench-{k}") for k in range(namespaces)]
+        watched = spaces[0] if namespaces == 1 else None  # None: every namespace
+        pods = bench.watch(PodRecorder(bench.kube, watched))
+        jobs = bench.watch(JobRecorder(bench.kube, watched))
         first = OperatorProcess(bench.cluster.kubeconfig, LOGS / f"{name}-steady.log", cfg.operator_args,
                                 cfg.profile_dir, f"{name}-steady").start()
         second: OperatorProcess | None = None
@@ -618,7 +627,8 @@ def steady_state(cfg: Config, name: str, n: int, workers: int,
             rss_empty = first.rss()
             started = time.monotonic()
             meter = bench.cpu_meter(first).start()
-            submit_jobs(bench.kube, [tfjob(f"job-{i:05d}", ns, workers=workers) for i in range(n)])
+            submit_jobs(bench.kube, [tfjob(f"job-{i:05d}", spaces[i % namespaces], workers=workers)
+                                     for i in range(n)])
             # 50 000 pods at the scheduler's ~30-50 bindings/s take longer than bounded()'s usual cap.
             created_ok = pods.wait(lambda: len(pods.times.first_seen) >= total, bounded(total, cap=3600))
             running_ok = jobs.wait(lambda: len(jobs.times.running) >= n, bounded(total, cap=3600))
@@ -652,7 +662,8 @@ def steady_state(cfg: Config, name: str, n: int, workers: int,
             if second is not None:
                 second.stop()
     result = {
-        "jobs": n, "pods": total, "services": n, "complete": created_ok and running_ok and settled,
+        "jobs": n, "namespaces": namespaces, "pods": total, "services": n,
+        "complete": created_ok and running_ok and settled,
         "fill_s": round(fill_s, 1), "fill_seconds_per_job": round(fill_s / n, 4),
         # Per component: which parts of the cluster grow faster than the jobs (B8 against its reference burst).
         "fill_cpu_s": fill_cpu,
