@@ -401,7 +401,7 @@ def burst(cfg: Config, n: int, ceiling: dict[str, Any] | None, *, label: str = "
         "operator_rss_mb": round(rss / 1e6, 1), "operator_hwm_mb": round(hwm / 1e6, 1),
         "operator_open_sockets": sockets, "cpu_s": cpu, "operator_writes": op_writes, "apiserver_writes": api_writes,
         "cluster_writes": cluster_writes,
-        "operator_cpu_ms_per_job": round(1000 * cpu.get("operator", 0) / n, 1),
+        "operator_cpu_ms_per_job": cpu_ms_per_job(cpu, n).get("operator", 0.0),
         "reconciles_per_job": round(reconciles["count"] / n, 1),
         "reconcile_ms_mean": round(1000 * reconciles["sum"] / max(reconciles["count"], 1), 1),
     }
