@@ -5,7 +5,7 @@
 # dependencies (no compilers, no pip, no caches, no sources beyond the installed packages). The
 # runtime runs as an unprivileged numeric user (65532, matching the Deployment's runAsUser) on a
 # read-only root filesystem: nothing is written at run time (no .pyc, logs go to stdout).
-# The validation module reads the CRD schema from $TFJOB_CRD (and the TFJob CRD's from $TFJOB_KUBEFLOW_CRD).
+# `api.crd` reads the CRD schema from $TFJOB_CRD (and the TFJob CRD's from $TFJOB_KUBEFLOW_CRD).
 
 ARG PYTHON_IMAGE=python:3.11.7-slim-bookworm
 
@@ -51,6 +51,7 @@ websocket-client==1.9.2
 yarl==1.25.1
 CONSTRAINTS
 COPY setup.cfg pyproject.toml README.md ./
+COPY api/ api/
 COPY kube/ kube/
 COPY controller/ controller/
 COPY informers/ informers/

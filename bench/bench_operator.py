@@ -73,6 +73,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from api.defaults import apply_defaults
 from bench._harness import (
     RESULTS,
     BenchCluster,
@@ -103,7 +104,6 @@ from bench._harness import (
 )
 from controller.controller import create_parallelism
 from controller.job.builders import build_pods, build_service
-from controller.job.defaults import apply_defaults
 from kube import ApiError, Kube, resource_path
 
 SCENARIOS = ("b0", "b1", "b2", "b3", "b4", "b5", "b6", "b8")

@@ -29,12 +29,12 @@ from typing import Any
 
 import structlog
 
+from api import kubeflow
+from api.names import GROUP, JOB_NAME_LABEL, PLURAL, VERSION
 from controller.events import EventRecorder
 from controller.job import podstate
 from controller.job.kinds import TENSORFLOWJOB, TFJOB, kind_of_owner, parse_key
-from controller.job.kubeflow import names as kubeflow
 from controller.job.kubeflow import ownership
-from controller.job.labels import GROUP, JOB_NAME_LABEL, PLURAL, VERSION
 from controller.job.profiles import Profile
 from controller.kueue import protocol as kueue
 from controller.kueue.gate import KueueGate

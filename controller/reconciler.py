@@ -42,12 +42,12 @@ from typing import Any, Protocol
 
 import structlog
 
+from api import conditions as cond
+from api.names import REPLICA_TYPE_LABEL
 from controller.events import EventRecorder
-from controller.job import conditions as cond
 from controller.job import podstate
 from controller.job.kinds import JobKind, parse_key
 from controller.job.kubeflow.model import ignored_fields
-from controller.job.labels import REPLICA_TYPE_LABEL
 from controller.job.mergepatch import merge_patch
 from controller.job.netpol import PolicyView, policy_name
 from controller.job.plan import Event, Plan, PodDeletion, plan_job

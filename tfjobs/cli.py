@@ -35,7 +35,7 @@ from typing import Any, NoReturn, TextIO
 import structlog
 import yaml
 
-from controller.job.labels import GROUP
+from api.names import GROUP
 from kube import ApiError, ConfigError
 from tfjobs.client import STATES, JobFailed, JobNotFound, TfJobClient, WaitTimeout
 from tfjobs.describe import describe

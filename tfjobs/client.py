@@ -27,8 +27,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from controller.job import conditions
-from controller.job.labels import GROUP, KIND, PLURAL, VERSION
+from api import conditions
+from api.names import GROUP, KIND, PLURAL, VERSION
 from kube import ApiError, Kube, resource_path
 from tfconfig import ROLES
 from tfjobs.durations import parse_duration, parse_time

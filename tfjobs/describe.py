@@ -15,7 +15,8 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from controller.job import conditions, podstate
+from api import conditions
+from controller.job import podstate
 from tfjobs.durations import age_since
 from tfjobs.jobview import (
     FINISHED_STATES,

@@ -1,6 +1,6 @@
 """Job manifests for `submit` and `create`: read them, pick the TensorFlowJobs, apply `--set` overrides.
 
-Files are read with the operator's own reader (`controller.process.documents`: one clear error for
+Files are read with the operator's own reader (`api.documents`: one clear error for
 an unreadable or invalid file, `kind: List` unwrapped); YAML text and dicts are accepted as well.
 `--set worker.replicas=8` changes one field: the path is relative to `spec` unless it starts with
 `spec.` or `metadata.`, list items are addressed as `containers[0]`, and the value is read as a
@@ -16,8 +16,8 @@ from typing import Any
 
 import yaml
 
-from controller.job.labels import API_VERSION, KIND
-from controller.process.documents import InputError, describe, load_documents, parse_documents
+from api.documents import InputError, describe, load_documents, parse_documents
+from api.names import API_VERSION, KIND
 
 __all__ = ["InputError", "apply_overrides", "jobs_from_documents", "jobs_from_yaml", "load_jobs", "parse_override",
            "set_path"]

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from controller.job.labels import GROUP, JOB_NAME_LABEL, PLURAL, VERSION
+from api.names import GROUP, JOB_NAME_LABEL, PLURAL, VERSION
 from informers import PathListerWatcher, SharedInformer
 from kube import Kube, resource_path
 

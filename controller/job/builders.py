@@ -1,7 +1,7 @@
 """Pure builders: the exact headless Service and Pods the controller creates for a job.
 
 Both `tfjob-operator render` and the reconciler call these, so what a user previews is what runs.
-Input is a defaulted job dict (see `controller.job.defaults`); output is fresh dicts that share nothing
+Input is a defaulted job dict (see `api.defaults`); output is fresh dicts that share nothing
 with the input (the user's template — often an informer-cache object — is never mutated). The
 TensorFlow container also gets its role's stall probes (`stall`) and the operator's start-up
 profiles (`profiles`), each only where the template says nothing. A TFJob's model (kind TFJob,
@@ -14,10 +14,9 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from controller.job.kubeflow import labels as kubeflow_labels
-from controller.job.kubeflow import names as kubeflow_names
-from controller.job.kubeflow.model import is_tfjob_model
-from controller.job.labels import (
+from api import kubeflow as kubeflow_names
+from api.defaults import RESTART_POLICY
+from api.names import (
     API_VERSION,
     CLUSTER_HASH_ANNOTATION,
     JOB_NAME_LABEL,
@@ -25,6 +24,8 @@ from controller.job.labels import (
     REPLICA_INDEX_LABEL,
     REPLICA_TYPE_LABEL,
 )
+from controller.job.kubeflow import labels as kubeflow_labels
+from controller.job.kubeflow.model import is_tfjob_model
 from controller.job.profiles import Profile, apply_profiles, profiles_for
 from controller.job.stall import with_stall_probes
 from tfconfig import (
@@ -120,7 +121,7 @@ def build_pod(job: Mapping[str, Any], role: str, index: int, cluster_domain: str
     pod_spec = template["spec"]
     pod_spec["hostname"] = name
     pod_spec["subdomain"] = job_name
-    pod_spec["restartPolicy"] = POD_RESTART_POLICY[role_spec.get("restartPolicy", "OnFailure")]
+    pod_spec["restartPolicy"] = POD_RESTART_POLICY[role_spec.get("restartPolicy", RESTART_POLICY)]
     containers = pod_spec["containers"]
     tf_index = tf_container_index(pod_spec)
     tf_container = _with_tf_settings(containers[tf_index], cluster.tf_config_json(role, index))

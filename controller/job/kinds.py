@@ -13,12 +13,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from controller.job.defaults import apply_defaults
-from controller.job.kubeflow import names as kubeflow
+from api import kubeflow
+from api.defaults import apply_defaults
+from api.names import GROUP, KIND, PLURAL, VERSION
 from controller.job.kubeflow.model import to_model
 from controller.job.kubeflow.status import to_model_status, to_tfjob_status
 from controller.job.kubeflow.validation import validate_tfjob
-from controller.job.labels import GROUP, KIND, PLURAL, VERSION
 from controller.job.validation import Problem
 
 

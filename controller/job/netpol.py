@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from api.names import JOB_NAME_LABEL
 from controller.job.builders import owned_metadata
-from controller.job.labels import JOB_NAME_LABEL
 from controller.job.mergepatch import merge_patch
 from tfconfig import DEFAULT_PORT, ROLES, role_port, role_replicas
 

@@ -28,10 +28,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from controller.job import conditions as cond
+from api import conditions as cond
+from api.defaults import BACKOFF_LIMIT, CLEAN_POD_POLICY, RESTART_POLICY
+from api.names import role_selector
 from controller.job import netpol, pending, podstate, stalled
 from controller.job.builders import build_pod, build_service, desired_pod_keys
-from controller.job.labels import role_selector
 from controller.job.profiles import Profile
 from controller.job.timeutil import format_time, parse_time
 from controller.job.validation import Problem, validate_job
@@ -234,7 +235,7 @@ class _Planner:
 
     def _cleanup(self, succeeded: bool) -> None:
         """Failed jobs delete active pods; finished pods then follow cleanPodPolicy."""
-        policy = self.spec.get("cleanPodPolicy", "Running")
+        policy = self.spec.get("cleanPodPolicy", CLEAN_POD_POLICY)
         for pod in self._live_pods():
             still_running = podstate.is_active(pod) and (policy != "None" or not succeeded)
             if still_running or policy == "All":
@@ -354,7 +355,7 @@ class _Planner:
                     continue
                 if not role_replicas(self.spec, role):
                     continue
-                policy = self.spec[role].get("restartPolicy", "OnFailure")
+                policy = self.spec[role].get("restartPolicy", RESTART_POLICY)
                 code = podstate.exit_code(pod)
                 if policy == "Never" or (policy == "ExitCode" and code is not None and 1 <= code <= 127):
                     why = f"exit code {code}" if code is not None else "pod failed"
@@ -365,7 +366,7 @@ class _Planner:
                     return True
                 retried.append(pod)
         restarts = self._count_restarts(retried)
-        limit = self.spec.get("backoffLimit", 6)  # None: no limit
+        limit = self.spec.get("backoffLimit", BACKOFF_LIMIT)  # None: no limit
         stalls = self._stalls(retried, restarts > published)
         of_limit = f"of backoffLimit {limit}" if limit is not None else "(no backoffLimit)"
         if limit is not None and restarts > limit:

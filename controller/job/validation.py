@@ -26,9 +26,9 @@ from typing import Any
 import cachetools
 import jsonschema
 
-from controller.job.crd import job_schema
-from controller.job.defaults import apply_defaults
-from controller.job.labels import API_VERSION, KIND
+from api.crd import job_schema
+from api.defaults import apply_defaults
+from api.names import API_VERSION, KIND
 from tfconfig import ROLES, role_port, role_replicas
 
 DNS_1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")

@@ -20,7 +20,7 @@ from typing import Any
 
 import structlog
 
-from controller.job import conditions as cond
+from api import conditions as cond
 from controller.job.timeutil import format_time
 from controller.kueue import protocol as kueue
 from kube import ApiError, Kube, resource_path

@@ -51,11 +51,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from api.names import API_VERSION as JOB_API_VERSION
+from api.names import GROUP as JOB_GROUP
+from api.names import JOB_NAME_LABEL, REPLICA_TYPE_LABEL
+from api.names import KIND as JOB_KIND
 from controller.job.builders import POD_RESTART_POLICY
-from controller.job.labels import API_VERSION as JOB_API_VERSION
-from controller.job.labels import GROUP as JOB_GROUP
-from controller.job.labels import JOB_NAME_LABEL, REPLICA_TYPE_LABEL
-from controller.job.labels import KIND as JOB_KIND
 from controller.job.timeutil import parse_time
 from tfconfig import ROLES, role_replicas
 

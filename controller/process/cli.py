@@ -19,16 +19,16 @@ from typing import Any
 
 import yaml
 
+from api import kubeflow
+from api.defaults import apply_defaults
+from api.documents import InputError, describe, load_documents
 from controller.job import netpol
 from controller.job.builders import build_pods, build_service
-from controller.job.defaults import apply_defaults
-from controller.job.kubeflow import names as kubeflow
 from controller.job.kubeflow.convert import convert
 from controller.job.kubeflow.model import to_model
 from controller.job.kubeflow.validation import validate_tfjob
 from controller.job.profile_file import ProfileError
 from controller.job.validation import validate_job
-from controller.process.documents import InputError, describe, load_documents
 from controller.process.profiles import load_profiles
 
 

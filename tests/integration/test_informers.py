@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from controller.job.labels import JOB_NAME_LABEL
+from api.names import JOB_NAME_LABEL
 from informers.factory import InformerFactory
 from informers.informer import SharedInformer
 from informers.listwatch import PathListerWatcher, WatchLike
@@ -381,7 +381,8 @@ def test_tfjob_informer_follows_custom_resources_through_the_custom_objects_path
                            on_update=lambda _old, new: delivered.setdefault(new["metadata"]["resourceVersion"], new))
     factory.start()
     assert factory.wait_for_sync(30)
-    manifest = yaml.safe_load(EXAMPLE_JOB.read_text())
+    # The example file holds the ConfigMap with the training program first, then the job.
+    manifest = next(doc for doc in yaml.safe_load_all(EXAMPLE_JOB.read_text()) if doc and doc["kind"] == "TensorFlowJob")
     manifest["metadata"] = {"name": "mnist", "namespace": namespace}
     collection = resource_path("kubeflow.org", "v1", "tensorflowjobs", namespace)
     created = kube.create(collection, manifest)

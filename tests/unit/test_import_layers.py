@@ -1,7 +1,10 @@
 """The import direction of the operator's packages: every import goes down the layers, never up.
 
-    tfconfig, kube  →  workqueue, informers  →  controller.job  →  controller.kueue
-                    →  controller (the loop)  →  controller.process (the operator process)
+    tfconfig, kube  →  api, workqueue, informers  →  controller.job  →  controller.kueue
+                    →  controller (the loop)  →  controller.process (the operator process)  →  tfjobs
+
+`api` is the API contract (the kinds' names, labels, conditions, the CRD schema and defaults): it
+sits directly above `tfconfig`, whose role names it uses, and below everything that acts on jobs.
 
 A module may import its own package, anything in a lower layer, and nothing else: packages in the
 same layer stay independent of each other. `devcluster` (the local control plane) imports none of
@@ -23,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 LAYERS: list[tuple[str, int]] = [
     ("tfconfig", 0),
     ("kube", 0),
+    ("api", 1),
     ("workqueue", 1),
     ("informers", 1),
     ("controller.job", 2),
@@ -31,7 +35,7 @@ LAYERS: list[tuple[str, int]] = [
     ("controller", 4),
     ("tfjobs", 6),
 ]
-OPERATOR_PACKAGES = ("tfconfig", "kube", "workqueue", "informers", "controller", "tfjobs")
+OPERATOR_PACKAGES = ("api", "tfconfig", "kube", "workqueue", "informers", "controller", "tfjobs")
 KUBERNETES_CLIENT_MODULE = "kube.client"
 
 
@@ -115,6 +119,8 @@ def test_the_local_control_plane_imports_none_of_the_operator() -> None:
     ("controller.reconciler", "import controller.process.app"),
     ("informers.store", "from workqueue import Queue"),
     ("kube.client", "def f():\n    from tfconfig import ROLES"),
+    ("api.conditions", "from controller.job import plan"),
+    ("api.names", "from informers import store"),
     ("controller.kueue.gate", "from ..process import cli"),
 ])
 def test_an_import_up_or_across_the_layers_is_caught(module: str, source: str) -> None:
@@ -127,6 +133,8 @@ def test_an_import_up_or_across_the_layers_is_caught(module: str, source: str) -
     ("controller.kueue.gate", "from . import protocol"),
     ("controller.process.app", "from controller.controller import Controller"),
     ("informers.reflector", "from kube import ApiError"),
+    ("controller.job.plan", "from api import conditions"),
+    ("api.defaults", "from api.crd import job_schema"),
     ("workqueue.queue", "import threading"),
 ])
 def test_an_import_down_the_layers_or_within_a_package_is_allowed(module: str, source: str) -> None:

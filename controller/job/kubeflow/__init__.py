@@ -5,8 +5,6 @@ The operator has one job model -- the TensorFlowJob spec the planner reads -- an
 pure translation between that model and the TFJob API, so one planner and one reconciler serve both
 kinds:
 
-* `names` -- the TFJob's API coordinates, Kubeflow's labels, replica types and `runPolicy.managedBy`
-  values;
 * `model` -- a TFJob in, the job model out, with Kubeflow's defaults for this kind;
 * `status` -- the planner's status out as Kubeflow writes a TFJob's status, and back;
 * `validation` -- what Kubeflow's webhook (and this project's CRD) rejects, with TFJob field paths;
@@ -14,5 +12,7 @@ kinds:
 * `labels` -- the Kubeflow labels on a TFJob's pods and Service;
 * `convert` -- a TFJob rewritten as the equivalent TensorFlowJob, and what does not carry over.
 
-Everything here is a function of plain dicts, tested without a cluster (docs/kubeflow.md).
+The TFJob's names (API coordinates, Kubeflow's labels, replica types, `runPolicy.managedBy` values)
+are `api.kubeflow`, its defaults `api.defaults`. Everything here is a function of plain dicts, tested
+without a cluster (docs/kubeflow.md).
 """

@@ -15,14 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.job.kubeflow.model import (
-    DEFAULT_CLEAN_POD_POLICY,
-    DEFAULT_RESTART_POLICY,
-    ignored_fields,
-    replica_specs,
-)
-from controller.job.kubeflow.names import MASTER, ROLE_OF_TYPE
-from controller.job.labels import API_VERSION, KIND
+from api.defaults import TFJOB_CLEAN_POD_POLICY, TFJOB_RESTART_POLICY
+from api.kubeflow import MASTER, ROLE_OF_TYPE
+from api.names import API_VERSION, KIND
+from controller.job.kubeflow.model import ignored_fields, replica_specs
 
 NO_LIMIT = 2**31 - 1  # the largest int32: Kubeflow's "unset" backoffLimit, which means no limit
 KEPT_METADATA = ("name", "namespace", "labels", "annotations")
@@ -45,13 +41,13 @@ def convert(tfjob: Mapping[str, Any]) -> Conversion:
     for replica_type, replica in replica_specs(tfjob).items():
         role = ROLE_OF_TYPE[replica_type]
         roles[role] = {"replicas": replica.get("replicas", 1),
-                       "restartPolicy": replica.get("restartPolicy") or DEFAULT_RESTART_POLICY,
+                       "restartPolicy": replica.get("restartPolicy") or TFJOB_RESTART_POLICY,
                        "template": copy.deepcopy(dict(replica.get("template") or {}))}
         if replica_type == MASTER:
             notes.append("spec.tfReplicaSpecs.Master becomes spec.chief: its pod is <name>-chief-0 and its "
                          "TF_CONFIG task type is chief")
     out: dict[str, Any] = {role: roles[role] for role in ROLE_ORDER if role in roles}
-    out["cleanPodPolicy"] = run_policy.get("cleanPodPolicy") or DEFAULT_CLEAN_POD_POLICY
+    out["cleanPodPolicy"] = run_policy.get("cleanPodPolicy") or TFJOB_CLEAN_POD_POLICY
     for name in ("ttlSecondsAfterFinished", "activeDeadlineSeconds"):
         if run_policy.get(name) is not None:
             out[name] = run_policy[name]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from controller.job.kubeflow.names import (
+from api.kubeflow import (
     JOB_NAME_LABEL,
     JOB_ROLE_LABEL,
     JOB_ROLE_MASTER,

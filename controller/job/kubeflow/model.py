@@ -23,11 +23,10 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from controller.job.kubeflow.names import ROLE_OF_TYPE, canonical_type
+from api.defaults import TFJOB_CLEAN_POD_POLICY, TFJOB_RESTART_POLICY
+from api.kubeflow import ROLE_OF_TYPE, canonical_type
 from controller.job.kubeflow.status import to_model_status
 
-DEFAULT_RESTART_POLICY = "Never"
-DEFAULT_CLEAN_POD_POLICY = "None"
 RUN_POLICY_FIELDS = ("ttlSecondsAfterFinished", "activeDeadlineSeconds")
 
 
@@ -55,10 +54,10 @@ def to_model(tfjob: Mapping[str, Any]) -> dict[str, Any]:
     for replica_type, replica in replica_specs(tfjob).items():
         model_spec[ROLE_OF_TYPE[replica_type]] = {
             "replicas": replica.get("replicas", 1),
-            "restartPolicy": replica.get("restartPolicy") or DEFAULT_RESTART_POLICY,
+            "restartPolicy": replica.get("restartPolicy") or TFJOB_RESTART_POLICY,
             "template": copy.deepcopy(dict(replica.get("template") or {})),
         }
-    model_spec["cleanPodPolicy"] = run_policy.get("cleanPodPolicy") or DEFAULT_CLEAN_POD_POLICY
+    model_spec["cleanPodPolicy"] = run_policy.get("cleanPodPolicy") or TFJOB_CLEAN_POD_POLICY
     for field in RUN_POLICY_FIELDS:
         if run_policy.get(field) is not None:
             model_spec[field] = run_policy[field]

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from controller.job.kubeflow.names import MANAGED_BY_THIS_OPERATOR
+from api.kubeflow import MANAGED_BY_THIS_OPERATOR
 
 
 def managed_by(tfjob: Mapping[str, Any]) -> str:

@@ -3,7 +3,7 @@ Kubeflow's validating webhook checked -- plus what only the defaulted job can te
 
 Problems name the TFJob's own fields (`spec.tfReplicaSpecs.Worker...`), in the words the CRD's rules
 use, so `tfjob-operator validate`, `convert` and a TFJob's `Failed` condition read the same. The
-schema is the CRD's (`controller.job.kubeflow.crd`); the rules it states in CEL are restated here.
+schema is the CRD's (`api.crd`); the rules it states in CEL are restated here.
 Memoised by a digest of the document, as the TensorFlowJob's validation is.
 """
 
@@ -15,9 +15,9 @@ from typing import Any
 
 import jsonschema
 
-from controller.job.kubeflow.crd import tfjob_schema
+from api.crd import tfjob_schema
+from api.kubeflow import API_VERSION, KIND, REPLICA_TYPES, ROLE_OF_TYPE, canonical_type
 from controller.job.kubeflow.model import to_model
-from controller.job.kubeflow.names import API_VERSION, KIND, REPLICA_TYPES, ROLE_OF_TYPE, canonical_type
 from controller.job.validation import (
     Problem,
     name_problems,

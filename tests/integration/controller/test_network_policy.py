@@ -11,8 +11,8 @@ from typing import Any
 
 import yaml
 
+from api.defaults import apply_defaults
 from controller.job import netpol
-from controller.job.defaults import apply_defaults
 from kube import ApiError, Kube, resource_path
 from tests.support.jobs import DEVCLUSTER_IMAGE, container
 

@@ -11,8 +11,8 @@ from unittest.mock import Mock
 import pytest
 from pytest_mock import MockerFixture
 
+from api.defaults import apply_defaults
 from controller.job.builders import build_service
-from controller.job.defaults import apply_defaults
 from controller.job.timeutil import format_time
 from controller.reconciler import SLOW_START_INITIAL_BATCH, STALE_CACHE_WAIT, Reconciler, RequeueError
 from kube import ApiError, Kube

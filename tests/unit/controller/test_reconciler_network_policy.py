@@ -10,9 +10,9 @@ from unittest.mock import Mock
 import pytest
 from pytest_mock import MockerFixture
 
+from api.defaults import apply_defaults
 from controller.job import netpol
 from controller.job.builders import build_service
-from controller.job.defaults import apply_defaults
 from controller.reconciler import Reconciler, RequeueError
 from kube import ApiError, Kube
 from kube.clock import FakeClock

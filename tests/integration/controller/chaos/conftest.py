@@ -32,7 +32,7 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from controller.job.labels import JOB_NAME_LABEL
+from api.names import JOB_NAME_LABEL
 from kube import ApiError, Kube, resource_path
 from tests.support.polling import wait_for
 

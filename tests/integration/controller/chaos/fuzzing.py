@@ -21,7 +21,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from controller.job.labels import JOB_NAME_LABEL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
+from api.names import JOB_NAME_LABEL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
 from tests.support.jobs import DEVCLUSTER_IMAGE, ROLES, SIM_EXIT_AFTER, SIM_EXIT_CODE, tfjob
 
 POLICIES = ("Never", "OnFailure", "Always", "ExitCode")

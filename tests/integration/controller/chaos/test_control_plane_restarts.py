@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from controller.job.labels import REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
+from api.names import REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
 from kube import Kube, resource_path
 from tests.support.jobs import devcluster_role
 from tests.support.polling import until_empty, wait_for

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from controller.job.labels import REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
+from api.names import REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
 from kube import resource_path
 from tests.support.jobs import devcluster_role
 from tests.support.polling import until_empty, wait_for

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.job.labels import GROUP, JOB_NAME_LABEL, PLURAL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL, VERSION
+from api.names import GROUP, JOB_NAME_LABEL, PLURAL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL, VERSION
 from kube import ApiError, Kube, resource_path
 
 LIVE_PHASES = frozenset({"Pending", "Running", "Unknown"})

@@ -6,8 +6,8 @@ import copy
 import json
 from typing import Any
 
+from api.defaults import apply_defaults
 from controller.job.builders import build_pod, build_pods, build_service, desired_pod_keys
-from controller.job.defaults import apply_defaults
 from tests.support.jobs import tfjob
 
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from api.defaults import apply_defaults
 from controller.job import podstate
 from controller.job.builders import build_pods
-from controller.job.defaults import apply_defaults
 from tests.support.jobs import container, role, tfjob
 
 PREDICATES = [podstate.slot, podstate.uid, podstate.name, podstate.phase, podstate.is_terminating,

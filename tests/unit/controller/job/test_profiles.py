@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from api.defaults import apply_defaults
 from controller.job.builders import build_pods
-from controller.job.defaults import apply_defaults
 from controller.job.profile_file import ProfileError, parse_profiles
 from controller.job.profiles import Profile, apply_profiles, matches, split_image
 from tests.support.jobs import container, role, tfjob

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from api.defaults import apply_defaults
 from controller.job import stall
 from controller.job.builders import build_pods
-from controller.job.defaults import apply_defaults
 from controller.job.validation import validate_job
 from tests.support.jobs import container, role, tfjob
 

@@ -9,7 +9,7 @@ from unittest.mock import Mock
 import pytest
 from pytest_mock import MockerFixture
 
-from controller.job.defaults import apply_defaults
+from api.defaults import apply_defaults
 from controller.kueue import protocol as kueue
 from controller.kueue.gate import KueueGate
 from kube import Kube

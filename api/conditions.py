@@ -4,6 +4,10 @@
 `Running` and `Restarting` are never both True. `lastTransitionTime` moves only when the status
 flips; `lastUpdateTime` when the reason or message changes. `state` is the type of the condition
 that describes the job now, for `kubectl get` columns.
+
+Part of `api`: the condition types and the state precedence are what a user (`kubectl wait
+--for=condition=...`, `kubectl tfjob wait`, the Python client) reads, so the client and the
+planner that writes them share these definitions rather than copies.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 `render` and `validate` work on files that never went through the API server, and the controller
 should not depend on defaulting having happened (an object stored before a default was added), so
-defaults are applied from the same schema in Python. Pure: returns a new dict.
+defaults are applied from the same schema in Python. Pure: returns a new dict. Part of `api`
+because the defaults are the CRD's: the schema states them, this only applies them.
 """
 
 from __future__ import annotations
@@ -11,7 +12,20 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from controller.job.crd import job_schema
+from api.crd import job_schema
+
+# The TensorFlowJob defaults that code reads by name. The CRD's schema states them (`api.schema`
+# writes these very values into it) and the API server applies them; the planner and the builders
+# fall back on them for a job model that did not go through defaulting.
+CLEAN_POD_POLICY = "Running"
+RESTART_POLICY = "OnFailure"
+BACKOFF_LIMIT = 6
+
+# Kubeflow's defaults for its TFJob kind, where they differ from TensorFlowJob's. Its CRD does not
+# state them (Kubeflow's operator applied them on every reconcile); the model translation
+# (`controller.job.kubeflow.model`) and `convert` apply them. A TFJob's backoffLimit unset means no limit.
+TFJOB_CLEAN_POD_POLICY = "None"
+TFJOB_RESTART_POLICY = "Never"
 
 
 def apply_defaults(job: Mapping[str, Any], schema: Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -1,7 +1,9 @@
-"""Read TensorFlowJob documents from a YAML/JSON file (or stdin) for `render` and `validate`.
+"""Read job documents from a YAML/JSON file (or stdin): `tfjob-operator render`, `validate` and
+`convert`, and `kubectl tfjob submit`.
 
 Every way a file can be unusable — unreadable, not YAML, empty, not a mapping — becomes one
-`InputError` with a single clear line; the CLI prints it instead of a traceback.
+`InputError` with a single clear line; the CLI prints it instead of a traceback. Part of `api` so
+the operator's CLI and the client read files alike without one importing the other.
 """
 
 from __future__ import annotations

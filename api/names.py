@@ -1,7 +1,9 @@
-"""The names the operator stamps on what it creates: API coordinates, labels and annotations.
+"""The TensorFlowJob kind's names: its API coordinates, and the labels and annotations the operator
+stamps on what it creates.
 
-Kept in one place because the builders write them, the informers select on them and the
-reconciler reads them back; a typo in any one of those would silently orphan pods.
+Kept in one place because the builders write them, the informers select on them, the reconciler
+reads them back and `kubectl tfjob` selects a job's pods by them; a typo in any one of those would
+silently orphan pods. Part of `api` because the client must agree with the operator on every one.
 """
 
 from __future__ import annotations

@@ -3,7 +3,9 @@
 API coordinates, the replica types (map keys of `spec.tfReplicaSpecs`) and the roles of the job model
 they become, the `training.kubeflow.org/*` labels that Kubeflow's tools (its Python SDK, Kueue)
 select pods by, and the `runPolicy.managedBy` values. Kept in one place for the same reason as
-`controller.job.labels`: the translation writes them and the controller reads them back.
+`api.names`: the translation writes them and the controller reads them back. Part of `api`
+because the CRD's schema (`runPolicy.managedBy`'s enum) is built from the same values the
+controller compares against.
 """
 
 from __future__ import annotations
