@@ -11,18 +11,22 @@ evaluator replica, a chief, master or worker with replicas, pod names that fit a
 template schema is embedded, as in the TensorFlowJob CRD. Beside Kubeflow's: the category
 `tfjob-operator` (how `--kubeflow-tfjob=auto` tells this CRD from Kubeflow's), a `scale`
 subresource on the Worker replicas, and the operator's status fields.
+
+Built here, beside the TensorFlowJob's CRD (`api.schema`, whose shared pieces it uses), so its
+replica types and `managedBy` values are the ones the controller compares against (`api.kubeflow`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from crd_document import crd_document
+from api.kubeflow import KIND, MANAGED_BY_VALUES, OPERATOR_CATEGORY, PLURAL, REPLICA_TYPES
+from api.schema import Component, crd_document, pod_template_schema
 
-TYPES = "['chief', 'master', 'ps', 'worker', 'evaluator']"
-MANAGED_BY = ["kubeflow.org/training-operator", "kueue.x-k8s.io/multikueue",
-              "tensorflowjob.kubeflow.org/tfjob-operator"]
-MAX_REPLICA_TYPES = 5  # the map is bounded so CEL can cost its rules
+TYPES = "[" + ", ".join(f"'{replica_type.lower()}'" for replica_type in REPLICA_TYPES) + "]"  # CEL's list
+MAX_REPLICA_TYPES = len(REPLICA_TYPES)  # the map is bounded so CEL can cost its rules
+TEMPLATE_DESCRIPTION = ("The pod template (a core/v1 PodTemplateSpec). The container named `tensorflow` receives "
+                        "TF_CONFIG and the `tfjob-port` port (default 2222).")
 
 
 def replica_spec_schema(template: dict[str, Any]) -> dict[str, Any]:
@@ -105,7 +109,7 @@ def run_policy_schema() -> dict[str, Any]:
             "suspend": {"type": "boolean", "default": False,
                         "description": "true: the job's pods and Service are deleted and none are created."},
             "managedBy": {
-                "type": "string", "enum": MANAGED_BY,
+                "type": "string", "enum": list(MANAGED_BY_VALUES),
                 "description": "The controller that runs the job (immutable). Unset: the cluster's default TFJob "
                 "controller. tensorflowjob.kubeflow.org/tfjob-operator: this operator. "
                 "kubeflow.org/training-operator: Kubeflow's training operator; kueue.x-k8s.io/multikueue: MultiKueue.",
@@ -181,8 +185,9 @@ def status_schema() -> dict[str, Any]:
     }
 
 
-def build_tfjob_crd(template: dict[str, Any]) -> dict[str, Any]:
-    """The TFJob CRD around `template`, the embedded PodTemplateSpec schema."""
+def build_tfjob_crd(component: Component) -> dict[str, Any]:
+    """The TFJob CRD (manifests/kubeflow/tfjob-crd.yaml); `component` gives the PodSpec schema to embed."""
+    template = pod_template_schema(component, TEMPLATE_DESCRIPTION)
     spec = {
         "type": "object",
         "description": "The TFJob: its replica types and run policy.",
@@ -212,8 +217,8 @@ def build_tfjob_crd(template: dict[str, Any]) -> dict[str, Any]:
         },
         "x-kubernetes-validations": name_rules(),
     }
-    names = {"kind": "TFJob", "listKind": "TFJobList", "plural": "tfjobs", "singular": "tfjob",
-             "categories": ["kubeflow", "tfjob-operator"]}
+    names = {"kind": KIND, "listKind": f"{KIND}List", "plural": PLURAL, "singular": KIND.lower(),
+             "categories": ["kubeflow", OPERATOR_CATEGORY]}
     columns = [
         {"name": "State", "type": "string", "jsonPath": ".status.conditions[-1:].type"},
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},

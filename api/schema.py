@@ -1,0 +1,356 @@
+"""The TensorFlowJob CRD as data: its OpenAPI schema, validation rules, printer columns and scale
+subresource, built from the names and defaults the rest of `api` declares.
+
+`hack/gen_crd.py` writes what `build_crd` returns to manifests/crd.yaml (and, without the short
+name, to manifests/kubeflow/tensorflowjob-crd.yaml); `api.kubeflow_schema` builds Kubeflow's TFJob
+CRD from the same pieces. The builders live here, not in the script, so the role list, the defaults
+and the kinds' names are the ones the operator uses, and a test can build the schema and compare it
+with the committed file.
+
+What the schema embeds from Kubernetes — the PodSpec for the pod templates and the
+NetworkPolicyPeer for `spec.networkPolicy.allowFrom` — comes from Kubernetes' published OpenAPI
+document with every `$ref` inlined (the API server refuses `$ref` in a CRD). Fetching and inlining
+that document is the script's job; the builders ask for each part through a `Component` function,
+which must return a new dict at every call (the builders complete what they receive in place).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from api.defaults import BACKOFF_LIMIT, CLEAN_POD_POLICY, RESTART_POLICY
+from api.names import GROUP, KIND, PLURAL, VERSION
+from tfconfig import ROLES
+
+# The inlined schema of a named OpenAPI component of Kubernetes' API, e.g. "io.k8s.api.core.v1.PodSpec".
+Component = Callable[[str], dict[str, Any]]
+
+POD_SPEC = "io.k8s.api.core.v1.PodSpec"
+NETWORK_POLICY_PEER = "io.k8s.api.networking.v1.NetworkPolicyPeer"
+MAX_CONTAINERS = 100  # bounds the CEL cost of the TFJob kind's rule on container names
+MAX_ALLOWED_PEERS = 32  # spec.networkPolicy.allowFrom
+ONE_AT_MOST = ("chief", "evaluator")  # roles of at most one replica
+ONE_WEEK = 7 * 24 * 3600
+PEER_RULE_MESSAGE = "a peer is either an ipBlock, or a podSelector and/or a namespaceSelector"
+TEMPLATE_DESCRIPTION = (
+    "The pod template (a core/v1 PodTemplateSpec). The container named `tensorflow` "
+    "(else the first container) receives TF_CONFIG and the `tfjob-port` port (default 2222).")
+
+
+def crd_document(names: dict[str, Any], schema: dict[str, Any], scale_replicas: str, scale_status: str,
+                 columns: list[dict[str, Any]]) -> dict[str, Any]:
+    """The shape both CRDs share: a namespaced kind in kubeflow.org, one served and stored version
+    `v1` with its schema, the status subresource, and a scale subresource: `kubectl scale` sets the
+    spec field at `scale_replicas` and reads `<scale_status>.active` and `<scale_status>.selector`."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{names['plural']}.{GROUP}"},
+        "spec": {
+            "group": GROUP,
+            "names": names,
+            "scope": "Namespaced",
+            "versions": [{
+                "name": VERSION, "served": True, "storage": True,
+                "schema": {"openAPIV3Schema": schema},
+                "subresources": {
+                    "status": {},
+                    "scale": {
+                        "specReplicasPath": scale_replicas,
+                        "statusReplicasPath": f"{scale_status}.active",
+                        "labelSelectorPath": f"{scale_status}.selector",
+                    },
+                },
+                "additionalPrinterColumns": columns,
+            }],
+        },
+    }
+
+
+def template_metadata_schema() -> dict[str, Any]:
+    """A pod template's metadata: labels and annotations typed, the rest kept as given (also what an
+    ObjectMeta inside the pod spec becomes when inlined)."""
+    string_map = {"type": "object", "additionalProperties": {"type": "string"}}
+    return {
+        "type": "object",
+        "properties": {"labels": string_map, "annotations": string_map},
+        "x-kubernetes-preserve-unknown-fields": True,
+    }
+
+
+def pod_template_schema(component: Component, description: str) -> dict[str, Any]:
+    """A PodTemplateSpec, every `$ref` inlined, at most MAX_CONTAINERS containers and at least one,
+    each with an image.
+
+    The image is required by the schema (`required`, `minLength`) rather than by a CEL rule: the API
+    server checks both on every write, status writes included, and a CEL rule that walks the
+    containers cost about 1 ms of its CPU per status write (a tenth of the write) where the schema's
+    check costs next to nothing; the error names the container's field either way."""
+    pod_spec = component(POD_SPEC)
+    containers = pod_spec["properties"]["containers"]
+    containers["maxItems"] = MAX_CONTAINERS
+    containers["minItems"] = 1
+    containers["items"]["required"] = sorted({*containers["items"].get("required", ()), "image"})
+    containers["items"]["properties"]["image"]["minLength"] = 1
+    return {
+        "type": "object",
+        "description": description,
+        "required": ["spec"],
+        "properties": {"metadata": template_metadata_schema(), "spec": pod_spec},
+    }
+
+
+def stall_schema() -> dict[str, Any]:
+    """`spec.<role>.stall`: the opt-in rule that restarts a TensorFlow container whose training stopped
+    making progress (the operator injects a startup and a liveness probe; docs/production.md)."""
+    return {
+        "type": "object",
+        "description": "Opt-in stall rule: the TensorFlow container gets a startup probe (grace for the first "
+        "heartbeat) and a liveness probe that fails when the heartbeat is older than timeoutSeconds. A probe the "
+        "template already has wins. The restart counts like any retried failure.",
+        "properties": {
+            "timeoutSeconds": {
+                "type": "integer", "format": "int32", "minimum": 10, "maximum": ONE_WEEK, "default": 600,
+                "description": "A heartbeat older than this many seconds means the training stalled. Default 600.",
+            },
+            "startupSeconds": {
+                "type": "integer", "format": "int32", "minimum": 0, "maximum": ONE_WEEK, "default": 600,
+                "description": "Grace for the first heartbeat after the container starts (data loading, the "
+                "first step). 0: no startup probe. Default 600.",
+            },
+            "heartbeat": {
+                "type": "string", "enum": ["file", "http"], "default": "file",
+                "description": "file (default): the training touches a file (tfheartbeat.beat()). http: an HTTP "
+                "endpoint of the container answers 2xx while the training makes progress.",
+            },
+            "path": {
+                "type": "string", "pattern": "^/", "maxLength": 1024,
+                "description": "file: the heartbeat file (default /tmp/tfjob-heartbeat). http: the URL path "
+                "(default /healthz).",
+            },
+            "port": {
+                "type": "integer", "format": "int32", "minimum": 1, "maximum": 65535,
+                "description": "http: the port of the health endpoint (required with heartbeat: http).",
+            },
+        },
+        "x-kubernetes-validations": [
+            {"rule": "self.heartbeat != 'http' || has(self.port)",
+             "message": "port is required with heartbeat: http", "fieldPath": ".port"},
+            {"rule": "self.heartbeat == 'http' || !has(self.port)",
+             "message": "port is only used with heartbeat: http", "fieldPath": ".port"},
+        ],
+    }
+
+
+def network_policy_schema(peer: dict[str, Any]) -> dict[str, Any]:
+    """`spec.networkPolicy`: the per-job NetworkPolicy that admits the TF port only from the job's pods."""
+    return {
+        "type": "object",
+        "description": "Per-job network isolation: a NetworkPolicy admitting the job's TF port only from the job's "
+        "own pods and allowFrom. Needs a network plugin that enforces NetworkPolicy.",
+        "properties": {
+            "enabled": {
+                "type": "boolean",
+                "description": "true: the job gets its NetworkPolicy; false: it does not; unset: the operator's "
+                "--network-policy default (off unless the operator says on).",
+            },
+            "allowFrom": {
+                "type": "array", "maxItems": MAX_ALLOWED_PEERS,
+                "items": {**peer, "x-kubernetes-validations": [{
+                    "rule": "has(self.ipBlock) ? !has(self.podSelector) && !has(self.namespaceSelector) "
+                    ": has(self.podSelector) || has(self.namespaceSelector)",
+                    "message": PEER_RULE_MESSAGE,
+                }]},
+                "description": "More peers (NetworkPolicyPeer: podSelector, namespaceSelector, ipBlock) allowed to "
+                "reach the TF port, e.g. TensorBoard or a metrics scraper.",
+            },
+            "otherPorts": {
+                "type": "string", "enum": ["Allow", "Deny"], "default": "Allow",
+                "description": "Allow (default): every other port of the job's pods accepts connections from "
+                "anywhere, as without the policy. Deny: the policy allows nothing else, so other ports are open only "
+                "where another NetworkPolicy of the namespace allows them.",
+            },
+        },
+    }
+
+
+def role_schema(template: dict[str, Any], role: str) -> dict[str, Any]:
+    replicas: dict[str, Any] = {
+        "type": "integer", "format": "int32", "minimum": 0, "default": 1,
+        "description": "Number of pods of this role. Default 1.",
+    }
+    if role in ONE_AT_MOST:
+        replicas["maximum"] = 1
+        replicas["description"] = f"Number of {role} pods: 0 or 1. Default 1."
+    return {
+        "type": "object",
+        "description": f"The {role} role: its replica count, restart policy and pod template.",
+        "required": ["template"],
+        "properties": {
+            "replicas": replicas,
+            "restartPolicy": {
+                "type": "string", "default": RESTART_POLICY,
+                "enum": ["Never", "OnFailure", "Always", "ExitCode"],
+                "description": "What a failed pod of this role means. Never: the job fails. OnFailure/Always: "
+                "the pod is restarted or recreated (counts against backoffLimit). ExitCode: exit codes 1-127 "
+                "fail the job, 128 and above (signals, OOM) are retried.",
+            },
+            "template": template,
+            "stall": stall_schema(),
+        },
+    }
+
+
+def name_length_rule(role: str) -> dict[str, Any]:
+    # The longest pod name is <job>-<role>-<replicas-1>; it is also the pod's hostname, a DNS label.
+    return {
+        "rule": f"!has(self.spec.{role}) || self.spec.{role}.replicas == 0 || "
+        f"size(self.metadata.name) + {len(role) + 2} + size(string(self.spec.{role}.replicas - 1)) <= 63",
+        "message": f"metadata.name is too long: the pod name <name>-{role}-<index> must be at most 63 characters",
+    }
+
+
+def spec_schema(component: Component) -> dict[str, Any]:
+    """`spec`: the roles (one pod template schema shared by all four) and the run policy."""
+    template = pod_template_schema(component, TEMPLATE_DESCRIPTION)
+    spec_props: dict[str, Any] = {role: role_schema(template, role) for role in ROLES}
+    spec_props.update({
+        "cleanPodPolicy": {
+            "type": "string", "default": CLEAN_POD_POLICY, "enum": ["None", "All", "Running"],
+            "description": "Which pods are deleted when the job finishes. Running (default): pods still "
+            "Pending or Running (PS never exit by themselves). All: every pod and the Service. None: nothing.",
+        },
+        "ttlSecondsAfterFinished": {
+            "type": "integer", "format": "int32", "minimum": 0,
+            "description": "Delete the job (and through garbage collection its pods and Service) this many "
+            "seconds after it finished.",
+        },
+        "activeDeadlineSeconds": {
+            "type": "integer", "format": "int64", "minimum": 1,
+            "description": "Fail the job (reason DeadlineExceeded) when it has run this long, counted from "
+            "status.startTime.",
+        },
+        "backoffLimit": {
+            "type": "integer", "format": "int32", "minimum": 0, "default": BACKOFF_LIMIT,
+            "description": "Retried pod failures allowed before the job is Failed (BackoffLimitExceeded).",
+        },
+        "successPolicy": {
+            "type": "string", "default": "", "enum": ["", "AllWorkers"],
+            "description": "\"\" (default): the job succeeds when the chief succeeds, or worker 0 when there "
+            "is no chief. AllWorkers: when every worker succeeded.",
+        },
+        "restartScope": {
+            "type": "string", "default": "Pod", "enum": ["Pod", "All"],
+            "description": "Pod (default): a retried failure replaces that pod. All: it restarts every pod "
+            "of the job (for all-reduce training that cannot lose one member).",
+        },
+        "suspend": {
+            "type": "boolean", "default": False,
+            "description": "true: the job's pods and Service are deleted and none are created; "
+            "false again resumes it (startTime is reset).",
+        },
+        "networkPolicy": network_policy_schema(component(NETWORK_POLICY_PEER)),
+    })
+    return {
+        "type": "object",
+        "description": "The desired training job: its roles and run policy.",
+        "properties": spec_props,
+        "x-kubernetes-validations": [
+            {
+                "rule": "(has(self.chief) && self.chief.replicas > 0) || "
+                "(has(self.worker) && self.worker.replicas > 0)",
+                "message": "at least one of spec.chief or spec.worker must have replicas > 0",
+            },
+        ],
+    }
+
+
+def status_schema() -> dict[str, Any]:
+    """`status`, written by the operator only."""
+    replica_status = {
+        "type": "object",
+        "properties": {
+            "active": {"type": "integer", "format": "int32"},
+            "succeeded": {"type": "integer", "format": "int32"},
+            "failed": {"type": "integer", "format": "int32"},
+            "selector": {"type": "string"},
+        },
+    }
+    condition = {
+        "type": "object",
+        "required": ["type", "status"],
+        "properties": {
+            "type": {"type": "string"},
+            "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
+            "reason": {"type": "string"},
+            "message": {"type": "string"},
+            "lastTransitionTime": {"type": "string", "format": "date-time"},
+            "lastUpdateTime": {"type": "string", "format": "date-time"},
+        },
+    }
+    return {
+        "type": "object",
+        "description": "The observed state of the job, written by the operator.",
+        "properties": {
+            "conditions": {
+                "type": "array", "items": condition,
+                "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"],
+            },
+            "state": {"type": "string"},
+            "replicaStatuses": {"type": "object", "additionalProperties": replica_status},
+            "startTime": {"type": "string", "format": "date-time"},
+            "completionTime": {"type": "string", "format": "date-time"},
+            "restartCount": {"type": "integer", "format": "int32"},
+            "retriedFailures": {"type": "integer", "format": "int32"},
+            "countedFailedPods": {"type": "array", "items": {"type": "string"}},
+            "observedGeneration": {"type": "integer", "format": "int64"},
+        },
+    }
+
+
+def build_crd(component: Component) -> dict[str, Any]:
+    """The TensorFlowJob CRD (manifests/crd.yaml)."""
+    name_rules = [
+        {
+            "rule": "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') && size(self.metadata.name) <= 63",
+            "message": "metadata.name must be a DNS-1035 label (lower case letters, digits and '-', starting "
+            "with a letter): it names the job's headless Service",
+        },
+        *(name_length_rule(role) for role in ROLES),
+    ]
+    schema = {
+        "type": "object",
+        "description": "A distributed TensorFlow training job: chief, parameter servers, workers and an "
+        "evaluator, each a pod template with a replica count.",
+        "required": ["spec"],
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"type": "object"},
+            "spec": spec_schema(component),
+            "status": status_schema(),
+        },
+        "x-kubernetes-validations": name_rules,
+    }
+    columns = [
+        {"name": "State", "type": "string", "jsonPath": ".status.state"},
+        {"name": "Workers", "type": "integer", "jsonPath": ".status.replicaStatuses.worker.active",
+         "description": "Active worker pods"},
+        {"name": "PS", "type": "integer", "jsonPath": ".status.replicaStatuses.ps.active",
+         "description": "Active parameter-server pods"},
+        {"name": "Restarts", "type": "integer", "jsonPath": ".status.restartCount"},
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+        {"name": "Started", "type": "date", "jsonPath": ".status.startTime", "priority": 1},
+        {"name": "Completed", "type": "date", "jsonPath": ".status.completionTime", "priority": 1},
+    ]
+    names = {"kind": KIND, "listKind": f"{KIND}List", "plural": PLURAL, "singular": KIND.lower(),
+             "shortNames": ["tfjob"], "categories": ["all", "kubeflow"]}
+    return crd_document(names, schema, ".spec.worker.replicas", ".status.replicaStatuses.worker", columns)
+
+
+def without_short_names(crd: dict[str, Any]) -> dict[str, Any]:
+    """The TensorFlowJob CRD for clusters that serve a TFJob CRD too: the short name `tfjob` is the
+    TFJob's singular there, and the API server serves no two CRDs of one group with clashing names."""
+    names = {k: v for k, v in crd["spec"]["names"].items() if k != "shortNames"}
+    return {**crd, "spec": {**crd["spec"], "names": names}}
