@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from bench._typed_models import decode_as_model
-from controller.job import podstate
+from controller.job import podcache
 from informers.informer import SharedInformer
 from informers.store import Store
 from informers.testing import FakeListerWatcher
@@ -229,7 +229,7 @@ def traced_bytes_per_item(build: Callable[[], Any], count: int) -> float:
 
 
 def store_of(lines: list[bytes], *, slimmed: bool, projected: bool = False) -> Store:
-    store = Store(transform=podstate.project) if projected else Store(transform=None) if not slimmed else Store()
+    store = Store(transform=podcache.project) if projected else Store(transform=None) if not slimmed else Store()
     for line in lines:
         store.add(json.loads(line)["object"])
     return store

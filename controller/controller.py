@@ -29,10 +29,10 @@ from typing import Any
 
 import structlog
 
-from api import kubeflow
+from api import kubeflow, podstate
 from api.names import GROUP, JOB_NAME_LABEL, PLURAL, VERSION
 from controller.events import EventRecorder
-from controller.job import podstate
+from controller.job import podcache
 from controller.job.kinds import TENSORFLOWJOB, TFJOB, kind_of_owner, parse_key
 from controller.job.kubeflow import ownership
 from controller.job.profiles import Profile
@@ -137,7 +137,7 @@ class Controller:
 
         self.jobs = build("tensorflowjobs", GROUP, VERSION, PLURAL, resync_period=resync_period, store=shared())
         self.pods = build("pods", "", "v1", "pods", label_selector=JOB_NAME_LABEL,
-                          store=Store({**default_indexers(), NODE_INDEX: _index_by_node}, transform=podstate.project))
+                          store=Store({**default_indexers(), NODE_INDEX: _index_by_node}, transform=podcache.project))
         self.services = build("services", "", "v1", "services", label_selector=JOB_NAME_LABEL, store=shared())
         self.network_policies = (build("networkpolicies", "networking.k8s.io", "v1", "networkpolicies",
                                        label_selector=JOB_NAME_LABEL) if network_policies else None)
@@ -277,12 +277,12 @@ class Controller:
         self._enqueue_batched(key)
 
     def _pod_updated(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
-        if old is new or podstate.same_projection(old, new) or podstate.only_bound(old, new):
+        if old is new or podcache.same_projection(old, new) or podcache.only_bound(old, new):
             return  # a resync, a change to fields the controller does not keep, or a binding
         key = self._owner_key(new)
         if key is None:
             return
-        if podstate.is_urgent_change(old, new):
+        if podcache.is_urgent_change(old, new):
             if podstate.is_terminating(new):
                 self.memory.expectations.deletion_observed(key, new["metadata"].get("uid", ""))
             self.queue.add(key)

@@ -18,7 +18,7 @@ from typing import Any
 
 import structlog
 
-from controller.job.timeutil import format_time
+from api.timeutil import format_time
 from kube.clock import REAL_CLOCK, Clock
 
 log = structlog.get_logger(__name__)

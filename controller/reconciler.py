@@ -43,16 +43,16 @@ from typing import Any, Protocol
 import structlog
 
 from api import conditions as cond
+from api import podstate
 from api.names import REPLICA_TYPE_LABEL
+from api.timeutil import format_time
 from controller.events import EventRecorder
-from controller.job import podstate
 from controller.job.kinds import JobKind, parse_key
 from controller.job.kubeflow.model import ignored_fields
 from controller.job.mergepatch import merge_patch
 from controller.job.netpol import PolicyView, policy_name
 from controller.job.plan import Event, Plan, PodDeletion, plan_job
 from controller.job.profiles import Profile
-from controller.job.timeutil import format_time
 from controller.kueue import protocol as kueue
 from controller.kueue.gate import KueueGate
 from controller.memory import JobMemory

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
-from controller.job.timeutil import parse_time
+from api.timeutil import parse_time
 
 __all__ = ["age", "age_since", "elapsed", "parse_duration", "parse_time"]
 

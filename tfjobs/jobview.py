@@ -1,9 +1,9 @@
 """A job and its pods as a person reads them: state, roles, each pod's task, status and trouble.
 
 Pure functions over the raw JSON dicts the API returns, shared by `get`, `describe`, `wait` and
-`logs`. They reuse the operator's own rules: label names (`api.names`), what a pod's
-fields mean (`controller.job.podstate`), the job's state precedence (`api.conditions`)
-and which container is the TensorFlow one (`tfconfig`). What they add is wording: the reason a pod
+`logs`. They reuse the API contract the operator follows: label names (`api.names`), what a
+pod's fields mean (`api.podstate`), the job's state precedence (`api.conditions`) and which
+container is the TensorFlow one (`tfconfig`). What they add is wording: the reason a pod
 is not running, in the scheduler's or kubelet's own words.
 """
 
@@ -13,8 +13,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from api import conditions
-from controller.job import podstate
+from api import conditions, podstate
 from tfconfig import ROLES, role_replicas, tf_container_index
 
 __all__ = ["FINISHED_STATES", "container_names", "is_finished", "job_state", "pod_problem", "pod_status",

@@ -5,7 +5,7 @@ A pod the scheduler cannot place (a missing PVC, no node with a free GPU, a tain
 PodScheduled condition; one whose image cannot be pulled or whose container cannot be created
 (a missing Secret or ConfigMap key) says so in its containers' `state.waiting`. Both stay on the pod,
 where a user looking at the job never sees them. This module turns what the pod cache keeps of them
-(`podstate.project`) into one reason, one message naming the pods, and nothing when no pod has a
+(`podcache.project`) into one reason, one message naming the pods, and nothing when no pod has a
 problem. Pods merely on their way (ContainerCreating, PodInitializing) are not a problem.
 
 The reason is the first problem in role/index order: the scheduler's reason (`Unschedulable`,
@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from controller.job import podstate
+from api import podstate
 from tfconfig import ROLES
 
 SAME_REASON = {"ErrImagePull": "ImagePullBackOff"}

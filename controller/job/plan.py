@@ -29,12 +29,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from api import conditions as cond
+from api import podstate
 from api.defaults import BACKOFF_LIMIT, CLEAN_POD_POLICY, RESTART_POLICY
 from api.names import role_selector
-from controller.job import netpol, pending, podstate, stalled
+from api.timeutil import format_time, parse_time
+from controller.job import netpol, pending, stalled
 from controller.job.builders import build_pod, build_service, desired_pod_keys
 from controller.job.profiles import Profile
-from controller.job.timeutil import format_time, parse_time
 from controller.job.validation import Problem, validate_job
 from tfconfig import ROLES, SerializedCluster, role_replicas
 

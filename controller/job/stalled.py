@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from controller.job import podstate
-from controller.job.timeutil import parse_time
+from api import podstate
+from api.timeutil import parse_time
 
 SIGNAL_EXIT_CODES = frozenset({137, 143})
 RECENT = timedelta(minutes=2)

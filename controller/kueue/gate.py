@@ -21,7 +21,7 @@ from typing import Any
 import structlog
 
 from api import conditions as cond
-from controller.job.timeutil import format_time
+from api.timeutil import format_time
 from controller.kueue import protocol as kueue
 from kube import ApiError, Kube, resource_path
 from kube.clock import Clock

@@ -35,7 +35,7 @@ from typing import Any, Protocol
 
 import structlog
 
-from controller.job.timeutil import parse_time
+from api.timeutil import parse_time
 from kube import ApiError, resource_path
 from kube.clock import REAL_CLOCK, Clock
 

@@ -12,8 +12,8 @@ import pytest
 from pytest_mock import MockerFixture
 
 from api.defaults import apply_defaults
+from api.timeutil import format_time
 from controller.job.builders import build_service
-from controller.job.timeutil import format_time
 from controller.reconciler import SLOW_START_INITIAL_BATCH, STALE_CACHE_WAIT, Reconciler, RequeueError
 from kube import ApiError, Kube
 from kube.clock import FakeClock

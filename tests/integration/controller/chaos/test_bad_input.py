@@ -29,9 +29,9 @@ import yaml
 from hypothesis import HealthCheck, Phase, example, given, seed, settings
 from hypothesis import strategies as st
 
+from api import podstate
 from api.defaults import apply_defaults
 from api.names import JOB_NAME_LABEL
-from controller.job import podstate
 from controller.job.plan import plan_job
 from controller.job.validation import validate_job
 from kube import Kube, resource_path

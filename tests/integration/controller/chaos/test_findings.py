@@ -13,11 +13,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from unittest.mock import Mock
 
+from api.timeutil import format_time
 from controller.controller import Controller
 from controller.expectations import Expectations
 from controller.job.builders import build_pods, build_service
 from controller.job.plan import FORCE_DELETE_AFTER, plan_job
-from controller.job.timeutil import format_time
 from controller.memory import JobMemory
 from controller.reconciler import Reconciler, RequeueError
 from informers.reflector import Reflector

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from controller.job.timeutil import format_time, utcnow
+from api.timeutil import format_time, utcnow
 from controller.kueue import protocol as kq
 from devcluster.cluster import Cluster
 from devcluster.kueue import Kueue

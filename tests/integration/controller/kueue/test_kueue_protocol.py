@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from controller.job.timeutil import format_time, utcnow
+from api.timeutil import format_time, utcnow
 from controller.kueue import protocol as kq
 from devcluster.waiting import wait_for
 from kube import Kube, resource_path

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from controller.job import pending, podstate
+from controller.job import pending, podcache
 from controller.job.builders import build_service
 from controller.job.plan import plan_job
 from tests.support.jobs import make_job, pods_for
@@ -93,37 +93,37 @@ def test_a_running_pod_is_not_a_problem() -> None:
 
 def test_the_cache_keeps_an_unschedulable_condition_with_its_message() -> None:
     full = unschedulable(pods_for(make_job(worker=1))[0])
-    projected = podstate.project(copy.deepcopy(full))
+    projected = podcache.project(copy.deepcopy(full))
     assert pending.pod_problem(projected) == pending.pod_problem(full)
 
 
 def test_the_cache_drops_a_true_pod_scheduled_condition() -> None:
     pod = pods_for(make_job(worker=1))[0]
     pod["status"]["conditions"] = [{"type": "PodScheduled", "status": "True", "lastTransitionTime": "t"}]
-    assert "conditions" not in podstate.project(pod)["status"]
+    assert "conditions" not in podcache.project(pod)["status"]
 
 
 def test_the_cache_keeps_only_init_containers_waiting_for_a_problem() -> None:
     pod = waiting(pods_for(make_job(worker=1))[0], "ImagePullBackOff", "back-off", key="initContainerStatuses")
     pod["status"]["initContainerStatuses"].append(
         {"name": "done", "state": {"terminated": {"exitCode": 0}}, "image": "x", "imageID": "sha", "ready": True})
-    kept = podstate.project(pod)["status"]["initContainerStatuses"]
+    kept = podcache.project(pod)["status"]["initContainerStatuses"]
     assert kept == [{"name": "tensorflow", "state": {"waiting": {"reason": "ImagePullBackOff", "message": "back-off"}}}]
 
 
 def test_a_scheduled_healthy_pod_costs_the_cache_nothing_more() -> None:
     pod = pods_for(make_job(worker=1))[0]
-    before = podstate.project(copy.deepcopy(pod))
+    before = podcache.project(copy.deepcopy(pod))
     pod["status"]["conditions"] = [{"type": "PodScheduled", "status": "True"}]
     pod["status"]["initContainerStatuses"] = [{"name": "init", "state": {"terminated": {"exitCode": 0}}}]
-    assert json.dumps(podstate.project(pod)) == json.dumps(before)
+    assert json.dumps(podcache.project(pod)) == json.dumps(before)
 
 
 def test_being_placed_after_being_unschedulable_wakes_the_job() -> None:
-    old = podstate.project(unschedulable(pods_for(make_job(worker=1))[0]))
+    old = podcache.project(unschedulable(pods_for(make_job(worker=1))[0]))
     placed = pods_for(make_job(worker=1), phase="Pending")[0]
     placed["status"]["conditions"] = [{"type": "PodScheduled", "status": "True"}]
-    assert not podstate.only_bound(old, podstate.project(placed))
+    assert not podcache.only_bound(old, podcache.project(placed))
 
 
 # ---- the job's message -----------------------------------------------------------------------------------

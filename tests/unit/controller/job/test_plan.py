@@ -6,9 +6,9 @@ import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from api.timeutil import format_time
 from controller.job.builders import build_service
 from controller.job.plan import FORCE_DELETE_AFTER, plan_job
-from controller.job.timeutil import format_time
 from tests.support.jobs import make_job, pods_for
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)

@@ -1,4 +1,4 @@
-"""What the pod cache keeps of a pod (`podstate.project`) is enough for every predicate."""
+"""What the pod cache keeps of a pod (`podcache.project`) is enough for every predicate of `api.podstate`."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
+from api import podstate
 from api.defaults import apply_defaults
-from controller.job import podstate
+from controller.job import podcache
 from controller.job.builders import build_pods
 from tests.support.jobs import container, role, tfjob
 
@@ -58,14 +59,14 @@ STATUSES = {
 @pytest.mark.parametrize("situation", sorted(STATUSES))
 def test_a_projected_pod_reads_exactly_like_the_full_pod(situation: str, deleting: bool) -> None:
     full = a_cached_pod(STATUSES[situation], deleting)
-    projected = podstate.project(copy.deepcopy(full))
+    projected = podcache.project(copy.deepcopy(full))
     for predicate in PREDICATES:
         assert predicate(projected) == predicate(full), predicate.__name__
 
 
 def test_projection_drops_the_spec_the_controller_never_reads() -> None:
     full = a_cached_pod(STATUSES["running after a restart"])
-    projected = podstate.project(copy.deepcopy(full))
+    projected = podcache.project(copy.deepcopy(full))
     assert projected["spec"] == {"containers": [{"name": "sidecar"}, {"name": "tensorflow"}], "nodeName": "node-1"}
     assert "managedFields" not in projected["metadata"]
     assert len(json.dumps(projected)) < len(json.dumps(full)) / 3
@@ -74,7 +75,7 @@ def test_projection_drops_the_spec_the_controller_never_reads() -> None:
 def test_projections_of_decoded_pods_share_their_repeated_strings() -> None:
     # Decoded separately (as two watch events are), so nothing is shared to begin with.
     first, second = (json.loads(json.dumps(a_cached_pod(STATUSES["pending"]))) for _ in range(2))
-    a, b = podstate.project(first), podstate.project(second)
+    a, b = podcache.project(first), podcache.project(second)
     assert a == b
     label = "tensorflowjob.kubeflow.org/replica-type"
     key_a = next(k for k in a["metadata"]["labels"] if k == label)
@@ -85,12 +86,12 @@ def test_projections_of_decoded_pods_share_their_repeated_strings() -> None:
 
 
 def test_update_of_an_unkept_field_leaves_the_projection_unchanged_but_a_new_phase_does_not() -> None:
-    old = podstate.project(a_cached_pod(STATUSES["pending"]))
+    old = podcache.project(a_cached_pod(STATUSES["pending"]))
     scheduled = a_cached_pod({**STATUSES["pending"], "qosClass": "BestEffort"})
     scheduled["metadata"]["resourceVersion"] = "8"
-    assert podstate.same_projection(old, podstate.project(scheduled))
+    assert podcache.same_projection(old, podcache.project(scheduled))
     started = a_cached_pod(STATUSES["running after a restart"])
-    assert not podstate.same_projection(old, podstate.project(started))
-    assert not podstate.is_urgent_change(old, podstate.project(started))
-    assert podstate.is_urgent_change(old, podstate.project(a_cached_pod(STATUSES["failed"])))
-    assert podstate.is_urgent_change(old, podstate.project(a_cached_pod(STATUSES["pending"], deleting=True)))
+    assert not podcache.same_projection(old, podcache.project(started))
+    assert not podcache.is_urgent_change(old, podcache.project(started))
+    assert podcache.is_urgent_change(old, podcache.project(a_cached_pod(STATUSES["failed"])))
+    assert podcache.is_urgent_change(old, podcache.project(a_cached_pod(STATUSES["pending"], deleting=True)))
