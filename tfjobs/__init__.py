@@ -14,7 +14,9 @@ state of a job), `describe` (why a pod is pending or failing), `jobview` (a job 
 person reads them), `selectors` (Argo's successCondition/failureCondition evaluator), `manifests`
 (reading job files, `--set` overrides), `kubeconfig` (kubectl's default namespace), `tables` and
 `durations` (kubectl-style output and input). API access goes through the `kube` package only;
-the rules (labels, what a pod's status means, TF_CONFIG) are the operator's own. See docs/using.md.
+the rules (labels, conditions, what a pod's status means, TF_CONFIG) are the API contract the
+operator follows too (`api`, `tfconfig`). Nothing here imports the operator (`controller`), and
+the operator imports nothing from here. See docs/using.md.
 """
 
 from tfjobs.client import STATES, JobFailed, JobNotFound, TfJobClient, TfJobError, WaitTimeout

@@ -1,13 +1,17 @@
 """The import direction of the operator's packages: every import goes down the layers, never up.
 
     tfconfig, kube  →  api, workqueue, informers  →  controller.job  →  controller.kueue
-                    →  controller (the loop)  →  controller.process (the operator process)  →  tfjobs
+                                                      →  controller (the loop)  →  controller.process
+                                                  →  tfjobs (beside controller)
 
-`api` is the API contract (the kinds' names, labels, conditions, the CRD schema and defaults): it
-sits directly above `tfconfig`, whose role names it uses, and below everything that acts on jobs.
+`api` is the API contract (the kinds' names, labels, conditions, pod reading, the CRD schema and
+defaults): it sits directly above `tfconfig`, whose role names it uses, and below everything that
+acts on jobs. `tfjobs` (the kubectl plugin and the Python client) builds on `api`, `kube` and
+`informers` and stands beside the operator: neither it nor any layer of `controller` imports the
+other, so a user who only wants the client never loads the controller.
 
 A module may import its own package, anything in a lower layer, and nothing else: packages in the
-same layer stay independent of each other. `devcluster` (the local control plane) imports none of
+same layer stay independent of each other, and so do packages that stand beside each other. `devcluster` (the local control plane) imports none of
 the operator's packages, and only `kube/client.py` imports the `kubernetes` client, so an upgrade
 of that client touches one file. Imports inside functions count too.
 """
@@ -15,6 +19,8 @@ of that client touches one file. Imports inside functions count too.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,8 +39,10 @@ LAYERS: list[tuple[str, int]] = [
     ("controller.kueue", 3),
     ("controller.process", 5),
     ("controller", 4),
-    ("tfjobs", 6),
+    ("tfjobs", 2),
 ]
+# Packages beside each other: neither imports the other, whatever the ranks of their layers.
+BESIDE: list[tuple[str, str]] = [("tfjobs", "controller")]
 OPERATOR_PACKAGES = ("api", "tfconfig", "kube", "workqueue", "informers", "controller", "tfjobs")
 KUBERNETES_CLIENT_MODULE = "kube.client"
 
@@ -82,6 +90,12 @@ def sources(*packages: str) -> list[Path]:
     return sorted(p for package in packages for p in (ROOT / package).rglob("*.py"))
 
 
+def beside(one: str, other: str) -> bool:
+    """Whether two layer prefixes belong to packages that stand beside each other."""
+    packages = {one.split(".")[0], other.split(".")[0]}
+    return any(packages == set(pair) for pair in BESIDE)
+
+
 def layer_violations(module: str, found: Iterator[tuple[int, str]]) -> list[str]:
     here = owner(module)
     assert here is not None, module
@@ -90,7 +104,9 @@ def layer_violations(module: str, found: Iterator[tuple[int, str]]) -> list[str]
         there = owner(target)
         if there is None or there[0] == here[0]:
             continue
-        if there[1] > here[1] or (there[1] == here[1] and not here[0].startswith(there[0] + ".")):
+        if beside(here[0], there[0]):
+            violations.append(f"{module}:{line} imports {target}: {here[0]} and {there[0]} stand beside each other")
+        elif there[1] > here[1] or (there[1] == here[1] and not here[0].startswith(there[0] + ".")):
             violations.append(f"{module}:{line} imports {target} ({there[0]}, layer {there[1]}) "
                               f"from {here[0]} (layer {here[1]})")
     return violations
@@ -107,6 +123,13 @@ def test_only_the_client_module_imports_the_kubernetes_package() -> None:
     assert importers == [KUBERNETES_CLIENT_MODULE]
 
 
+def test_the_client_loads_none_of_the_controller() -> None:
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, tfjobs, tfjobs.cli; print(*sorted(sys.modules))"],
+        cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    assert [name for name in loaded if name.split(".")[0] == "controller"] == []
+
+
 def test_the_local_control_plane_imports_none_of_the_operator() -> None:
     found = [f"{path.relative_to(ROOT)}:{line} imports {target}" for path in sources("devcluster")
              for line, target in file_imports(path) if target.split(".")[0] in OPERATOR_PACKAGES]
@@ -121,6 +144,10 @@ def test_the_local_control_plane_imports_none_of_the_operator() -> None:
     ("kube.client", "def f():\n    from tfconfig import ROLES"),
     ("api.conditions", "from controller.job import plan"),
     ("api.names", "from informers import store"),
+    ("tfjobs.client", "from controller.job import plan"),
+    ("tfjobs.cli", "from controller.process.documents import load_documents"),
+    ("controller.process.cli", "from tfjobs import manifests"),
+    ("controller.job.plan", "import tfjobs.jobview"),
     ("controller.kueue.gate", "from ..process import cli"),
 ])
 def test_an_import_up_or_across_the_layers_is_caught(module: str, source: str) -> None:
@@ -135,6 +162,9 @@ def test_an_import_up_or_across_the_layers_is_caught(module: str, source: str) -
     ("informers.reflector", "from kube import ApiError"),
     ("controller.job.plan", "from api import conditions"),
     ("api.defaults", "from api.crd import job_schema"),
+    ("tfjobs.describe", "from api import podstate"),
+    ("tfjobs.watching", "from informers.informer import SharedInformer"),
+    ("tfjobs.logs", "from kube import Kube"),
     ("workqueue.queue", "import threading"),
 ])
 def test_an_import_down_the_layers_or_within_a_package_is_allowed(module: str, source: str) -> None:
