@@ -1,13 +1,9 @@
-"""Fault 8: bad input, generated with hypothesis (strategies in fuzzing.py).
+"""Fault 8: bad input, generated with hypothesis (strategies in tests/support/fuzzing.py).
 
-Offline, fast and many: every generated job — valid edge cases, invalid mutations, arbitrary JSON
-where the fields go — and every generated set of observed pods and prior status goes through
-`validate_job` and the controller's pure planner `plan_job`: neither raises; validation names the
-mutated field; the plan only deletes pods it was shown (each once), creates only into empty slots
-with the job as controller, never sets contradictory conditions, never lowers restartCount, leaves a
-finished job finished, and fails an invalid one with InvalidSpec.
+Offline, fast and many, the same candidates go through `validate_job` and the pure planner: that
+half needs no cluster and runs with the unit tests (tests/unit/controller/job/test_plan_properties.py).
 
-Through the cluster, fewer: the same candidates go through `kubectl apply` to a running operator.
+Through the cluster, fewer: the candidates go through `kubectl apply` to a running operator.
 Admission rejects exactly the invalid mutations, naming the field, as `tfjob-operator validate` does
 offline; whatever is admitted runs or ends with a specific reason; the operator's API calls stay
 bounded per job and quiet once things settle; and foreign objects with the job label — a Pod and a
@@ -29,33 +25,18 @@ import yaml
 from hypothesis import HealthCheck, Phase, example, given, seed, settings
 from hypothesis import strategies as st
 
-from api import podstate
-from api.defaults import apply_defaults
 from api.names import JOB_NAME_LABEL
-from controller.job.plan import plan_job
 from controller.job.validation import validate_job
 from kube import Kube, resource_path
+from tests.support.fuzzing import Candidate, bad_templates, invalid_specs, valid
+from tests.support.fuzzing import rejected as rejected_candidates
 from tests.support.jobs import DEVCLUSTER_IMAGE, container, pod_manifest, role, tfjob
 from tests.support.polling import until_empty, wait_for
 
 from ..conftest import Operator, TfJobs
 from .conftest import SESSION_SEED, Scale, metric_total
-from .fuzzing import (
-    JOB_UID,
-    Candidate,
-    bad_templates,
-    candidates,
-    invalid_specs,
-    job_statuses,
-    names,
-    observed_pods,
-    valid,
-    wild_specs,
-)
-from .fuzzing import rejected as rejected_candidates
 from .watching import JobWatch
 
-NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
 RUN_REASONS = {"ReplicaFailed", "BackoffLimitExceeded", "DeadlineExceeded"}  # a job's own way of failing
 DECOY = "decoy"
 QUIET_WINDOW = 5.0  # seconds during which a settled operator should make (almost) no API calls
@@ -67,78 +48,6 @@ def hypothesis_seed(test: str) -> int:
 
 def true_conditions(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {c["type"]: c for c in status.get("conditions") or [] if isinstance(c, dict) and c.get("status") == "True"}
-
-
-def plan_problems(job: dict[str, Any], pods: list[dict[str, Any]], prior: dict[str, Any]) -> list[str]:
-    """What is wrong with the planner's answer for one job (it must not raise)."""
-    plan = plan_job(job, pods, None, now=NOW, node_ready=lambda node: None if not node else node != "dead")
-    problems = []
-    shown = {p["metadata"]["uid"] for p in pods}
-    deleted = [d.pod["metadata"]["uid"] for d in plan.delete_pods]
-    if len(deleted) != len(set(deleted)) or not set(deleted) <= shown:
-        problems.append(f"deletes {deleted} of pods {sorted(shown)}")
-    occupied = {podstate.slot(p) for p in pods} - {None}
-    created = [p["metadata"]["name"] for p in plan.create_pods]
-    if len(created) != len(set(created)):
-        problems.append(f"creates a name twice: {created}")
-    for pod in plan.create_pods:
-        if podstate.slot(pod) in occupied:
-            problems.append(f"creates {pod['metadata']['name']} into an occupied slot")
-        owners = [r for r in pod["metadata"].get("ownerReferences") or [] if r.get("controller")]
-        if [r.get("uid") for r in owners] != [JOB_UID]:
-            problems.append(f"{pod['metadata']['name']} is not controlled by the job: {owners}")
-    after = true_conditions(plan.status)
-    if "Succeeded" in after and "Failed" in after:
-        problems.append("Succeeded and Failed both True")
-    if "Running" in after and ({"Succeeded", "Failed"} & set(after)):
-        problems.append(f"Running True beside {sorted({'Succeeded', 'Failed'} & set(after))}")
-    before = true_conditions(prior)
-    if isinstance(prior.get("restartCount"), int) and plan.status.get("restartCount", 0) < prior["restartCount"]:
-        problems.append(f"restartCount went down: {prior['restartCount']} -> {plan.status.get('restartCount')}")
-    finished = {"Succeeded", "Failed"} & set(before)
-    if finished:
-        if plan.create_pods or plan.create_service:
-            problems.append(f"a {sorted(finished)} job creates {created}")
-        if not finished <= set(after):
-            problems.append(f"a {sorted(finished)} job stopped being so: {sorted(after)}")
-    elif validate_job(job):
-        if after.get("Failed", {}).get("reason") != "InvalidSpec":
-            problems.append(f"an invalid job was not failed with InvalidSpec: {sorted(after)}")
-        if plan.create_pods:
-            problems.append(f"an invalid job creates {created}")
-    return problems
-
-
-def test_validation_and_the_planner_never_raise_and_keep_their_promises_on_generated_jobs(
-        scale: Scale, chaos_results: Callable[..., None]) -> None:
-    counts: dict[str, int] = {}
-
-    @seed(hypothesis_seed("planner"))
-    @settings(max_examples=scale.planner_examples, deadline=None, database=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-    @given(st.one_of(candidates(), st.builds(lambda n, s: Candidate(tfjob(n, s), "wild"), names(), wild_specs())),
-           st.data())
-    def check(candidate: Candidate, data: st.DataObject) -> None:
-        counts[candidate.kind] = counts.get(candidate.kind, 0) + 1
-        problems = validate_job(candidate.job)
-        assert all(isinstance(p.path, str) and p.message for p in problems), problems
-        if candidate.kind == "rejected":
-            assert any(candidate.field in str(p) for p in problems), (candidate.note, problems)
-        elif candidate.kind == "invalid-spec":
-            assert problems, candidate.note
-        elif candidate.kind in ("valid", "bad-template"):
-            assert not problems, problems
-        job = apply_defaults(candidate.job)
-        job["metadata"].update(namespace="ns", uid=JOB_UID, generation=1, resourceVersion="7")
-        prior = data.draw(job_statuses(), label="prior status")
-        job["status"] = prior
-        pods = data.draw(observed_pods(job["metadata"]["name"]), label="observed pods")
-        wrong = plan_problems(job, pods, prior)
-        assert not wrong, wrong
-
-    check()
-    chaos_results(fault="bad input: planner + validation (hypothesis)", examples=sum(counts.values()), kinds=counts,
-                  raised=0)
 
 
 # ---- through the cluster --------------------------------------------------------------------------

@@ -1,8 +1,10 @@
-"""Operator bugs the chaos suite found, each pinned by a minimal deterministic test.
+"""Operator bugs the chaos suite (tests/integration/controller/chaos) found, each pinned by a minimal
+deterministic test.
 
-Each test fails while the bug it names is there (the fixes belong in controller/ or informers/,
-which this suite does not touch) and stays as a regression test once it is fixed; each docstring
-gives the evidence from the chaos run, the cause and the fix. They need no cluster.
+Each test failed while the bug it names was there and stays as a regression test now that it is
+fixed; each docstring gives the evidence from the chaos run, the cause and the fix. They run the
+controller, the reconciler and the reflector in-process against fakes, so they need no cluster and
+run with the unit tests.
 """
 
 from __future__ import annotations
