@@ -65,7 +65,8 @@ def test_describe_tfjob_tells_the_story_in_events(tfjobs: Any) -> None:
 
 def test_kubectl_wait_for_succeeded_returns_when_the_example_job_finishes(tfjobs: Any) -> None:
     applied = kubectl(tfjobs, "apply", "-f", str(MANIFESTS / "examples" / "allreduce.yaml"))
-    assert applied.stdout.strip() == "tensorflowjob.kubeflow.org/mnist-allreduce created"
+    assert applied.stdout.splitlines() == ["configmap/mnist-allreduce-code created",  # the training program
+                                           "tensorflowjob.kubeflow.org/mnist-allreduce created"]
 
     waited = kubectl(tfjobs, "wait", "--for=condition=Succeeded", "tfjob/mnist-allreduce", "--timeout=90s")
 
