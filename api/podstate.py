@@ -10,6 +10,7 @@ exactly as the planner does. The controller's pod cache keeps only part of each 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from api.names import CLUSTER_HASH_ANNOTATION, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
@@ -31,6 +32,40 @@ def waiting_problem(container_status: Mapping[str, Any]) -> Mapping[str, Any] | 
     if not isinstance(waiting, Mapping) or waiting.get("reason", "") in BENIGN_WAITING_REASONS:
         return None
     return waiting
+
+
+@dataclass(frozen=True)
+class Obstacle:
+    """One reason a pod is not running, in the words of whoever decided it."""
+
+    reason: str  # the scheduler's (Unschedulable, SchedulingGated, ...) or the kubelet's (ImagePullBackOff, ...)
+    message: str  # their message, '' when they gave none
+    container: str = ""  # the waiting (init) container; '' for the scheduler's
+    scheduling: bool = False  # the scheduler's obstacle (else a container's)
+
+
+def why_not_running(pod: Mapping[str, Any]) -> list[Obstacle]:
+    """Why the pod is not running, first things first: the scheduler's reason while the pod is
+    Pending and not scheduled (its PodScheduled condition False), then each init container and
+    container waiting for a reason that is a problem (`waiting_problem`), in the pod's order.
+
+    The one reader of the scheduler's and the kubelet's reasons: the job's `Pending` condition
+    (`controller.job.pending`) and `kubectl tfjob describe` (`tfjobs.jobview`) word what it finds."""
+    status = pod.get("status") or {}
+    found = []
+    if phase(pod) == "Pending":
+        scheduled = next((c for c in status.get("conditions") or []
+                          if c.get("type") == "PodScheduled" and c.get("status") == "False"), None)
+        if scheduled is not None:
+            found.append(Obstacle(scheduled.get("reason") or "Unschedulable", scheduled.get("message") or "",
+                                  scheduling=True))
+    for key in ("initContainerStatuses", "containerStatuses"):
+        for container in status.get(key) or []:
+            waiting = waiting_problem(container)
+            if waiting is not None:
+                found.append(Obstacle(str(waiting.get("reason")), waiting.get("message") or "",
+                                      container=str(container.get("name"))))
+    return found
 
 
 def slot(pod: Mapping[str, Any]) -> tuple[str, int] | None:

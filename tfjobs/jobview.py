@@ -116,22 +116,15 @@ def pod_status(pod: Mapping[str, Any]) -> str:
     return podstate.phase(pod)
 
 
-def _scheduling_problem(pod: Mapping[str, Any]) -> str:
-    for found in (pod.get("status") or {}).get("conditions") or []:
-        if found.get("type") == "PodScheduled" and found.get("status") == "False":
-            return f"{found.get('reason') or 'Unschedulable'}: {found.get('message') or 'not scheduled yet'}"
-    return ""
-
-
-def _container_problems(pod: Mapping[str, Any]) -> list[str]:
+def _container_problems(pod: Mapping[str, Any], obstacles: list[podstate.Obstacle]) -> list[str]:
+    waiting = {obstacle.container: obstacle for obstacle in obstacles if not obstacle.scheduling}
     found = []
     for status in _statuses(pod):
         name = status.get("name")
-        state = status.get("state") or {}
-        waiting, terminated = state.get("waiting"), state.get("terminated")
-        if waiting and waiting.get("reason") not in (None, "", "ContainerCreating", "PodInitializing"):
-            found.append(f"container {name}: {waiting.get('reason')}"
-                         + (f": {waiting['message']}" if waiting.get("message") else ""))
+        terminated = (status.get("state") or {}).get("terminated")
+        obstacle = waiting.get(str(name))
+        if obstacle is not None:
+            found.append(f"container {name}: {obstacle.reason}" + (f": {obstacle.message}" if obstacle.message else ""))
         elif terminated and terminated.get("exitCode") not in (0, None):
             found.append(f"container {name}: exited with code {terminated.get('exitCode')}"
                          + (f" ({terminated['reason']})" if terminated.get("reason") else "")
@@ -148,19 +141,19 @@ def pod_problem(pod: Mapping[str, Any]) -> str:
     """Why the pod is not simply running or done, in the words of whoever decided ('' if nothing):
     the scheduler's message for a pending pod (e.g. `Unschedulable: 0/4 nodes are available:
     persistentvolumeclaim "data" not found`), the kubelet's reason and message for a waiting or
-    failed container, an eviction, a deletion in progress."""
+    failed container, an eviction, a deletion in progress. The scheduler's and the waiting
+    containers' reasons are those of `podstate.why_not_running`, the reader the operator's
+    `Pending` condition uses too."""
     status = pod.get("status") or {}
+    obstacles = podstate.why_not_running(pod)
     problems = []
     if podstate.is_terminating(pod):
         problems.append(f"terminating since {pod['metadata']['deletionTimestamp']}"
                         + (f" on node {podstate.node_name(pod)}" if podstate.node_name(pod) else ""))
     if status.get("reason") or (status.get("message") and podstate.phase(pod) != "Running"):
         problems.append(": ".join(str(x) for x in (status.get("reason"), status.get("message")) if x))
-    if podstate.phase(pod) == "Pending":
-        scheduling = _scheduling_problem(pod)
-        if scheduling:
-            problems.append(scheduling)
-    problems += _container_problems(pod)
+    problems += [f"{o.reason}: {o.message or 'not scheduled yet'}" for o in obstacles if o.scheduling]
+    problems += _container_problems(pod, obstacles)
     for found in status.get("conditions") or []:
         if found.get("type") == "DisruptionTarget" and found.get("status") == "True":
             problems.append(f"disrupted: {found.get('reason') or ''} {found.get('message') or ''}".strip())

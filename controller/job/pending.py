@@ -4,9 +4,10 @@
 A pod the scheduler cannot place (a missing PVC, no node with a free GPU, a taint) says so in its
 PodScheduled condition; one whose image cannot be pulled or whose container cannot be created
 (a missing Secret or ConfigMap key) says so in its containers' `state.waiting`. Both stay on the pod,
-where a user looking at the job never sees them. This module turns what the pod cache keeps of them
-(`podcache.project`) into one reason, one message naming the pods, and nothing when no pod has a
-problem. Pods merely on their way (ContainerCreating, PodInitializing) are not a problem.
+where a user looking at the job never sees them. `api.podstate.why_not_running` reads them (from
+what the pod cache keeps, `podcache.project`); this module words them as the job's condition: one
+reason, one message naming the pods, and nothing when no pod has a problem. Pods merely on their
+way (ContainerCreating, PodInitializing) are not a problem.
 
 The reason is the first problem in role/index order: the scheduler's reason (`Unschedulable`,
 `SchedulingGated`, `SchedulerError`) or the waiting reason (`ImagePullBackOff`,
@@ -47,22 +48,18 @@ class Pending:
 
 
 def pod_problem(pod: Mapping[str, Any]) -> PodProblem | None:
-    """Why this pod cannot get to Running, or None (running, finished, or simply on its way)."""
+    """Why this pod cannot get to Running, or None (running, finished, or simply on its way): the
+    first obstacle `podstate.why_not_running` finds, worded for the job's condition."""
     if not podstate.is_active(pod) or podstate.phase(pod) != "Pending":
         return None
-    status = pod.get("status") or {}
-    for condition in status.get("conditions") or []:
-        if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
-            return PodProblem(podstate.name(pod), condition.get("reason") or "Unschedulable",
-                              condition.get("message") or "", scheduling=True)
-    for key in ("initContainerStatuses", "containerStatuses"):
-        for container in status.get(key) or []:
-            waiting = podstate.waiting_problem(container)
-            if waiting is not None:
-                reason = str(waiting.get("reason"))
-                detail = f"container {container.get('name')}: {waiting.get('message') or reason}"
-                return PodProblem(podstate.name(pod), SAME_REASON.get(reason, reason), detail, scheduling=False)
-    return None
+    obstacles = podstate.why_not_running(pod)
+    if not obstacles:
+        return None
+    first = obstacles[0]
+    if first.scheduling:
+        return PodProblem(podstate.name(pod), first.reason, first.message, scheduling=True)
+    detail = f"container {first.container}: {first.message or first.reason}"
+    return PodProblem(podstate.name(pod), SAME_REASON.get(first.reason, first.reason), detail, scheduling=False)
 
 
 def _order(pod: Mapping[str, Any]) -> tuple[int, int, str]:
