@@ -1,0 +1,676 @@
+"""Build the container images a devcluster with real nodes needs, as OCI archives for `ctr import`.
+
+Real nodes run a kubelet on containerd, which must find every image locally: the machine has no
+Docker engine and reaches no container registry (only PyPI, the Debian mirror and the Go module
+proxy). So the three images are built here from those sources, each into an OCI image-layout tar
+that `ctr -n k8s.io images import` takes as it is:
+
+* pause (`registry.k8s.io/pause:3.10`, containerd's sandbox_image): a static Go binary,
+  images/pause/main.go, that waits for SIGINT/SIGTERM and reaps zombies like Kubernetes' pause.
+* tensorflow (`docker.io/tensorflow/tensorflow:2.21.0`, what the examples name): a Debian 12
+  root filesystem from mmdebstrap with tensorflow-cpu in a virtualenv at /opt/venv.
+* operator (`docker.io/library/tfjob-operator:0.1.0`, what manifests/operator/ deploys): what the
+  repository's Dockerfile produces, on the same Debian base.
+
+Why the operator image is not built from the Dockerfile: there is no Docker engine nor BuildKit,
+the Dockerfile uses BuildKit's heredoc syntax (`COPY <<CONSTRAINTS`), which Debian's buildah 1.28
+does not parse, and its `FROM python:3.11.7-slim-bookworm` needs a registry anyway. The Dockerfile
+stays the one source of truth for what goes into the image: the constraints heredoc, the source
+paths it copies, the files and ENV of the final stage, USER, EXPOSE and ENTRYPOINT are parsed out
+of it. Only the base differs: Debian's python3 (3.11) instead of python.org's 3.11.7 build.
+
+Why by hand rather than with umoci: an image here is one layer (a tar of a root filesystem), so the
+layout is a config, a manifest and an index of a few lines each; writing them is shorter, and the
+pure parts (names, descriptors, config, Dockerfile parsing, ctr command lines) are unit-tested.
+The manifest is annotated with `io.containerd.image.name`, so `ctr import` names the image exactly
+and makes no `import-<date>:<tag>` alias (which the CRI plugin would try, and fail, to resolve);
+import_image still removes such aliases, as an import with `--index-name` can leave them.
+
+Builds are cached under $XDG_CACHE_HOME/tfjob-operator/images/ (default ~/.cache/...), one archive
+per key: the pinned versions and builder inputs, and for the operator a hash of the sources and the
+Dockerfile. mmdebstrap, chroot and mount need root, as running real nodes does anyway.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import gzip
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+REPO_DIR = Path(__file__).resolve().parent.parent
+PAUSE_DIR = Path(__file__).resolve().parent / "images" / "pause"
+DOCKERFILE = REPO_DIR / "Dockerfile"
+
+PAUSE_NAME = "registry.k8s.io/pause:3.10"
+TENSORFLOW_NAME = "docker.io/tensorflow/tensorflow:2.21.0"
+OPERATOR_NAME = "docker.io/library/tfjob-operator:0.1.0"
+TENSORFLOW_REQUIREMENT = "tensorflow-cpu==2.21.0"
+IMAGES = ("pause", "tensorflow", "operator")
+
+DEBIAN_SUITE = "bookworm"
+DEBIAN_MIRROR = "http://deb.debian.org/debian"
+BASE_PACKAGES = ("python3", "python3-venv", "python-is-python3", "ca-certificates", "procps")
+# Documentation, manual pages and translations are of no use in an image (about 50 MB).
+DPKG_EXCLUDES = ("/usr/share/doc/*", "/usr/share/man/*", "/usr/share/info/*", "/usr/share/locale/*")
+# Bump to rebuild every image after a change to how they are built.
+BUILD_FORMAT = "2"
+
+BASE_ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
+VENV = "/opt/venv"
+OPERATOR_USER_NAME = "tfjob"
+NAMESPACE = "k8s.io"
+
+LAYER_MEDIA_TYPE = "application/vnd.oci.image.layer.v1.tar+gzip"
+CONFIG_MEDIA_TYPE = "application/vnd.oci.image.config.v1+json"
+MANIFEST_MEDIA_TYPE = "application/vnd.oci.image.manifest.v1+json"
+INDEX_MEDIA_TYPE = "application/vnd.oci.image.index.v1+json"
+
+
+@dataclass(frozen=True)
+class ImageArchive:
+    """One built image: its OCI archive, and what identifies it in containerd."""
+
+    name: str  # the full reference, e.g. docker.io/tensorflow/tensorflow:2.21.0
+    path: Path  # the OCI image-layout tar
+    digest: str  # the manifest's digest, what `ctr images ls` shows for the name
+    size: int  # bytes of the archive
+    build_seconds: float  # how long the build that made it took
+    index_digest: str = ""  # the digest of index.json: the name's target after `import --index-name`
+    built_now: bool = False  # False: taken from the cache
+
+
+@dataclass(frozen=True)
+class ImageSpec:
+    """The runtime configuration of an image (the `config` of an OCI image config)."""
+
+    name: str
+    entrypoint: tuple[str, ...] = ()
+    cmd: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    user: str = ""
+    workdir: str = "/"
+    exposed_ports: tuple[str, ...] = ()
+
+
+# ---------------------------------------------------------------------------------------------
+# Pure parts: names, keys, OCI documents, the Dockerfile, command lines.
+
+
+def default_cache_dir() -> Path:
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "tfjob-operator" / "images"
+
+
+def tag_of(name: str) -> str:
+    """The tag of a reference: registry.k8s.io/pause:3.10 -> 3.10 (a port is not a tag)."""
+    last = name.rsplit("/", 1)[-1]
+    return last.rsplit(":", 1)[1] if ":" in last else "latest"
+
+
+def cache_key(*parts: str | bytes) -> str:
+    """A short hash of the parts; each is length-prefixed so ("ab", "c") != ("a", "bc")."""
+    h = hashlib.sha256()
+    for part in parts:
+        data = part.encode() if isinstance(part, str) else part
+        h.update(f"{len(data)}:".encode())
+        h.update(data)
+    return h.hexdigest()[:16]
+
+
+def source_files(root: Path, paths: Iterable[str]) -> list[Path]:
+    """The files under the given paths of root, sorted, without caches and build leftovers."""
+    files: list[Path] = []
+    for rel in paths:
+        top = root / rel
+        candidates = [top] if top.is_file() else (p for p in top.rglob("*") if p.is_file())
+        for path in candidates:
+            parts = path.relative_to(root).parts
+            if any(p == "__pycache__" or p.endswith(".egg-info") for p in parts) or path.suffix == ".pyc":
+                continue
+            files.append(path)
+    return sorted(set(files))
+
+
+def tree_digest(root: Path, paths: Iterable[str]) -> str:
+    """A hash of the names and contents of the source files under paths."""
+    parts: list[str | bytes] = []
+    for path in source_files(root, paths):
+        parts += [path.relative_to(root).as_posix(), path.read_bytes()]
+    return cache_key(*parts)
+
+
+def descriptor(media_type: str, data: bytes) -> dict[str, Any]:
+    return {"mediaType": media_type, "digest": "sha256:" + hashlib.sha256(data).hexdigest(), "size": len(data)}
+
+
+def canonical_json(document: Mapping[str, Any]) -> bytes:
+    return json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
+
+
+def image_config(spec: ImageSpec, diff_id: str) -> dict[str, Any]:
+    """The OCI image config of a one-layer image."""
+    config: dict[str, Any] = {"Env": [f"{k}={v}" for k, v in spec.env], "WorkingDir": spec.workdir}
+    if spec.entrypoint:
+        config["Entrypoint"] = list(spec.entrypoint)
+    if spec.cmd:
+        config["Cmd"] = list(spec.cmd)
+    if spec.user:
+        config["User"] = spec.user
+    if spec.exposed_ports:
+        config["ExposedPorts"] = {port if "/" in port else f"{port}/tcp": {} for port in spec.exposed_ports}
+    return {
+        "architecture": "amd64",
+        "os": "linux",
+        "config": config,
+        "rootfs": {"type": "layers", "diff_ids": [diff_id]},
+        "history": [{"created_by": "devcluster/images.py", "comment": spec.name}],
+    }
+
+
+def image_manifest(config: Mapping[str, Any], layer: Mapping[str, Any]) -> dict[str, Any]:
+    return {"schemaVersion": 2, "mediaType": MANIFEST_MEDIA_TYPE, "config": dict(config), "layers": [dict(layer)]}
+
+
+def image_index(manifest: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """index.json: the full name makes `ctr import` name the image exactly, with no alias."""
+    entry = dict(manifest)
+    entry["platform"] = {"architecture": "amd64", "os": "linux"}
+    entry["annotations"] = {"io.containerd.image.name": name, "org.opencontainers.image.ref.name": tag_of(name)}
+    return {"schemaVersion": 2, "mediaType": INDEX_MEDIA_TYPE, "manifests": [entry]}
+
+
+@dataclass(frozen=True)
+class Instruction:
+    keyword: str  # upper case: FROM, COPY, ENV, ...
+    args: str  # continuation lines joined
+    heredocs: tuple[tuple[str, str], ...] = ()  # (name, body)
+
+
+HEREDOC = re.compile(r"<<-?([\"']?)([A-Za-z_][A-Za-z0-9_]*)\1")
+
+
+def parse_dockerfile(text: str) -> list[Instruction]:
+    """Split a Dockerfile into instructions: comments dropped, continuations joined, heredocs read."""
+    lines = text.splitlines()
+    instructions: list[Instruction] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i].strip()
+        i += 1
+        if not line or line.startswith("#"):
+            continue
+        while line.endswith("\\") and i < len(lines):
+            following = lines[i].strip()
+            i += 1
+            if not following.startswith("#"):
+                line = line[:-1].rstrip() + " " + following
+        heredocs: list[tuple[str, str]] = []
+        for match in HEREDOC.finditer(line):
+            body: list[str] = []
+            while i < len(lines) and lines[i] != match.group(2):
+                body.append(lines[i])
+                i += 1
+            i += 1
+            heredocs.append((match.group(2), "".join(b + "\n" for b in body)))
+        keyword, _, args = line.partition(" ")
+        instructions.append(Instruction(keyword.upper(), args.strip(), tuple(heredocs)))
+    return instructions
+
+
+def expand(value: str, env: Mapping[str, str]) -> str:
+    """Docker's $NAME / ${NAME} substitution from the values set before the instruction."""
+    return re.sub(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", lambda m: env.get(m.group(1), ""), value)
+
+
+@dataclass(frozen=True)
+class DockerfileImage:
+    """What the Dockerfile puts into the operator image, as this module reproduces it."""
+
+    constraints: str  # the constraints heredoc of the build stage
+    sources: tuple[str, ...]  # context paths the build stage copies (what `pip install .` sees)
+    files: tuple[tuple[str, str], ...]  # (context path, image path) the final stage copies
+    spec: ImageSpec
+
+
+def split_stages(instructions: Sequence[Instruction]) -> list[list[Instruction]]:
+    stages: list[list[Instruction]] = []
+    for instruction in instructions:
+        if instruction.keyword == "FROM":
+            stages.append([])
+        elif stages:
+            stages[-1].append(instruction)
+    return stages
+
+
+def copy_paths(instruction: Instruction) -> tuple[list[str], str] | None:
+    """(sources, destination) of a COPY from the build context; None for heredocs and --from."""
+    words = shlex.split(instruction.args)
+    if instruction.heredocs or any(w.startswith("--from") for w in words):
+        return None
+    words = [w for w in words if not w.startswith("--")]
+    return words[:-1], words[-1]
+
+
+def read_dockerfile(text: str, name: str = OPERATOR_NAME) -> DockerfileImage:
+    stages = split_stages(parse_dockerfile(text))
+    build, final = stages[0], stages[-1]
+    constraints = next(body for i in build if i.keyword == "COPY" for h, body in i.heredocs if h == "CONSTRAINTS")
+    sources = [src.rstrip("/") for i in build if i.keyword == "COPY" and (c := copy_paths(i)) for src in c[0]]
+    files: list[tuple[str, str]] = []
+    env = dict(BASE_ENV)
+    user, entrypoint, ports = "", (), []
+    for instruction in final:
+        if instruction.keyword == "ENV":
+            before = dict(env)
+            for word in shlex.split(instruction.args):
+                key, _, value = word.partition("=")
+                env[key] = expand(value, before)
+        elif instruction.keyword == "COPY" and (copied := copy_paths(instruction)):
+            files += [(src, copied[1]) for src in copied[0]]
+        elif instruction.keyword == "USER":
+            user = instruction.args
+        elif instruction.keyword == "ENTRYPOINT":
+            entrypoint = tuple(json.loads(instruction.args))
+        elif instruction.keyword == "EXPOSE":
+            ports += instruction.args.split()
+    spec = ImageSpec(name, entrypoint=entrypoint, env=tuple(env.items()), user=user, exposed_ports=tuple(ports))
+    return DockerfileImage(constraints, tuple(sources), tuple(files), spec)
+
+
+def user_entries(user: str, name: str = OPERATOR_USER_NAME) -> tuple[str, str]:
+    """The /etc/passwd and /etc/group lines for a numeric USER uid:gid, as the Dockerfile's useradd."""
+    uid, _, gid = user.partition(":")
+    gid = gid or uid
+    return f"{name}:x:{uid}:{gid}::/nonexistent:/usr/sbin/nologin\n", f"{name}:x:{gid}:\n"
+
+
+def mmdebstrap_command(target: Path) -> list[str]:
+    dpkg = [f"--dpkgopt=path-exclude={p}" for p in DPKG_EXCLUDES]
+    return [
+        "mmdebstrap",
+        "--variant=minbase",
+        "--include=" + ",".join(BASE_PACKAGES),
+        *dpkg,
+        "--dpkgopt=path-include=/usr/share/doc/*/copyright",
+        DEBIAN_SUITE,
+        str(target),
+        DEBIAN_MIRROR,
+    ]
+
+
+def chroot_command(
+    rootfs: Path, argv: Sequence[str], env: Mapping[str, str], binds: Mapping[str, str] | None = None
+) -> list[str]:
+    """Run argv in rootfs with /dev, /proc and binds (host path -> path in rootfs) mounted.
+
+    The mounts live in a private mount namespace (unshare), so they vanish with the command and
+    never show on the host, whatever happens to it.
+    """
+    root = shlex.quote(str(rootfs))
+    script = ["set -e", f"mount --rbind /dev {root}/dev", f"mount -t proc proc {root}/proc"]
+    for host, inside in (binds or {}).items():
+        target = f"{root}/{inside.lstrip('/')}"
+        script += [f"mkdir -p {shlex.quote(target)}", f"mount --bind {shlex.quote(host)} {shlex.quote(target)}"]
+    command = ["chroot", str(rootfs), "/usr/bin/env", "-i", *(f"{k}={v}" for k, v in env.items()), *argv]
+    script.append("exec " + shlex.join(command))
+    return ["unshare", "--mount", "--propagation", "private", "--fork", "--", "sh", "-c", "\n".join(script)]
+
+
+def tar_command(rootfs: Path) -> list[str]:
+    """The layer: the whole root filesystem; /dev, /proc and /sys are the runtime's to fill."""
+    excludes = [f"--exclude=./{d}/*" for d in ("dev", "proc", "sys", "tmp")]
+    return ["tar", "--create", "--file=-", "--numeric-owner", "--sort=name", *excludes, "-C", str(rootfs), "."]
+
+
+def ctr_command(ctr: str, address: str, *args: str) -> list[str]:
+    return [ctr, "--address", address, "--namespace", NAMESPACE, *args]
+
+
+def parse_image_list(text: str) -> dict[str, str]:
+    """Names to digests from `ctr images ls` (REF TYPE DIGEST SIZE PLATFORMS LABELS)."""
+    images: dict[str, str] = {}
+    for line in text.splitlines()[1:]:
+        words = line.split()
+        if len(words) >= 3 and words[2].startswith("sha256:"):
+            images[words[0]] = words[2]
+    return images
+
+
+def aliases_to_remove(images: Mapping[str, str], digest: str) -> list[str]:
+    """The `import-<date>:<tag>` names `ctr import` may have made for this digest."""
+    return sorted(n for n, d in images.items() if d == digest and n.startswith("import-"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing archives.
+
+
+class _HashingWriter:
+    """A file wrapper that hashes what goes through it (gzip writes the compressed layer here)."""
+
+    def __init__(self, out: BinaryIO) -> None:
+        self.out = out
+        self.sha = hashlib.sha256()
+
+    def write(self, data: bytes) -> int:
+        self.sha.update(data)
+        return self.out.write(data)
+
+    def flush(self) -> None:
+        self.out.flush()
+
+
+def write_blob(layout: Path, data: bytes) -> None:
+    path = layout / "blobs" / "sha256" / hashlib.sha256(data).hexdigest()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+
+
+def write_layer(rootfs: Path, layout: Path) -> tuple[dict[str, Any], str]:
+    """Tar and gzip rootfs into the layout's blobs: (layer descriptor, diff_id)."""
+    blobs = layout / "blobs" / "sha256"
+    blobs.mkdir(parents=True, exist_ok=True)
+    partial = blobs / "layer.partial"
+    raw = hashlib.sha256()
+    size = 0
+    tar = subprocess.Popen(tar_command(rootfs), stdout=subprocess.PIPE)
+    assert tar.stdout is not None
+    with partial.open("wb") as out:
+        hashing = _HashingWriter(out)
+        with gzip.GzipFile(filename="", mode="wb", fileobj=hashing, compresslevel=6, mtime=0) as gz:  # type: ignore[arg-type]
+            while chunk := tar.stdout.read(1 << 20):
+                raw.update(chunk)
+                gz.write(chunk)
+    if tar.wait() != 0:
+        raise RuntimeError(f"tar of {rootfs} failed with exit code {tar.returncode}")
+    size = partial.stat().st_size
+    partial.rename(blobs / hashing.sha.hexdigest())
+    layer = {"mediaType": LAYER_MEDIA_TYPE, "digest": "sha256:" + hashing.sha.hexdigest(), "size": size}
+    return layer, "sha256:" + raw.hexdigest()
+
+
+def write_layout(rootfs: Path, layout: Path, spec: ImageSpec) -> tuple[str, str]:
+    """Write an OCI image layout of rootfs; returns the digests of the manifest and the index."""
+    layer, diff_id = write_layer(rootfs, layout)
+    config = canonical_json(image_config(spec, diff_id))
+    manifest = canonical_json(image_manifest(descriptor(CONFIG_MEDIA_TYPE, config), layer))
+    manifest_descriptor = descriptor(MANIFEST_MEDIA_TYPE, manifest)
+    write_blob(layout, config)
+    write_blob(layout, manifest)
+    index = canonical_json(image_index(manifest_descriptor, spec.name))
+    (layout / "index.json").write_bytes(index)
+    write_blob(layout, index)  # `ctr import --index-name` looks the index up as a blob too
+    (layout / "oci-layout").write_text('{"imageLayoutVersion":"1.0.0"}')
+    return manifest_descriptor["digest"], descriptor(INDEX_MEDIA_TYPE, index)["digest"]
+
+
+def write_archive(layout: Path, archive: Path) -> None:
+    """Tar the layout (names relative to it, as `ctr import` expects), atomically."""
+    partial = archive.with_suffix(".partial")
+    with tarfile.open(partial, "w", format=tarfile.PAX_FORMAT) as tar:
+        for path in sorted(layout.rglob("*")):
+            tar.add(path, arcname=path.relative_to(layout).as_posix(), recursive=False)
+    partial.rename(archive)
+
+
+# ---------------------------------------------------------------------------------------------
+# Building.
+
+
+def run(argv: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(argv), check=True, text=True, **kwargs)
+
+
+@contextmanager
+def locked(cache: Path) -> Iterator[None]:
+    """One build at a time per cache folder (two `make` targets may start one together)."""
+    cache.mkdir(parents=True, exist_ok=True)
+    with (cache / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def fresh_dir(path: Path) -> Path:
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    return path
+
+
+def cached(cache: Path, stem: str) -> ImageArchive | None:
+    meta = cache / f"{stem}.json"
+    if not meta.exists() or not (cache / f"{stem}.tar").exists():
+        return None
+    data = json.loads(meta.read_text())
+    return ImageArchive(**{**data, "path": Path(data["path"])})
+
+
+def package(rootfs: Path, spec: ImageSpec, cache: Path, stem: str, started: float) -> ImageArchive:
+    """Turn rootfs into the cached archive <stem>.tar and its <stem>.json."""
+    layout = fresh_dir(cache / "work" / f"{stem}-layout")
+    digest, index_digest = write_layout(rootfs, layout, spec)
+    archive = cache / f"{stem}.tar"
+    write_archive(layout, archive)
+    shutil.rmtree(layout)
+    seconds = round(time.monotonic() - started, 1)
+    image = ImageArchive(spec.name, archive, digest, archive.stat().st_size, seconds, index_digest)
+    meta = {k: str(v) if isinstance(v, Path) else v for k, v in asdict(image).items() if k != "built_now"}
+    (cache / f"{stem}.json").write_text(json.dumps(meta, indent=2) + "\n")
+    return ImageArchive(**{**asdict(image), "built_now": True})
+
+
+def build_pause(cache: Path) -> ImageArchive:
+    go_version = run(["go", "env", "GOVERSION"], capture_output=True).stdout.strip()
+    sources = [(PAUSE_DIR / f).read_bytes() for f in ("go.mod", "main.go")]
+    stem = f"pause-{cache_key(BUILD_FORMAT, PAUSE_NAME, go_version, *sources)}"
+    if found := cached(cache, stem):
+        return found
+    started = time.monotonic()
+    rootfs = fresh_dir(cache / "work" / stem)
+    env = {**os.environ, "CGO_ENABLED": "0", "GOTOOLCHAIN": "local"}
+    run(["go", "build", "-trimpath", "-ldflags=-s -w", "-o", str(rootfs / "pause"), "."], cwd=PAUSE_DIR, env=env)
+    spec = ImageSpec(PAUSE_NAME, entrypoint=("/pause",), user="65535:65535")
+    image = package(rootfs, spec, cache, stem, started)
+    shutil.rmtree(rootfs)
+    return image
+
+
+def base_key() -> str:
+    return cache_key(BUILD_FORMAT, DEBIAN_SUITE, DEBIAN_MIRROR, *BASE_PACKAGES, *DPKG_EXCLUDES)
+
+
+def ensure_base(cache: Path) -> Path:
+    """The Debian 12 root filesystem both Python images start from (built once, then copied)."""
+    base = cache / f"base-{DEBIAN_SUITE}-{base_key()}"
+    if (base / ".complete").exists():
+        return base / "rootfs"
+    fresh_dir(base)
+    run(mmdebstrap_command(base / "rootfs"))
+    (base / ".complete").touch()
+    return base / "rootfs"
+
+
+def copy_base(cache: Path, stem: str) -> Path:
+    work = fresh_dir(cache / "work" / stem)
+    run(["cp", "-a", "--reflink=auto", str(ensure_base(cache)), str(work / "rootfs")])
+    return work / "rootfs"
+
+
+HOST_CA = "/tmp/host-ca.crt"  # in the rootfs during the build only; tidy() removes /tmp
+
+
+def build_env(host_env: Mapping[str, str]) -> dict[str, str]:
+    """The environment of commands run in the rootfs: the host's CA bundle (the network may pass a
+    TLS-intercepting proxy that only the host trusts) and its package index, if it names one."""
+    env = {**BASE_ENV, "HOME": "/root", "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_CACHE_DIR": "1"}
+    env |= {name: HOST_CA for name in ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE")}
+    env |= {k: v for k, v in host_env.items() if k in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL")}
+    return env
+
+
+def in_rootfs(rootfs: Path, *argv: str) -> None:
+    """Run a command in rootfs with the network (the host's DNS and CAs)."""
+    shutil.copyfile("/etc/resolv.conf", rootfs / "etc" / "resolv.conf")
+    host_ca = os.environ.get("PIP_CERT") or "/etc/ssl/certs/ca-certificates.crt"
+    shutil.copyfile(host_ca, rootfs / HOST_CA.lstrip("/"))
+    run(chroot_command(rootfs, argv, build_env(os.environ)))
+
+
+def tidy(rootfs: Path) -> None:
+    """Drop what the image does not need: the venv's bytecode, caches, the build's DNS and host name.
+
+    Debian's own .pyc files (compiled when the packages were installed) stay: the operator runs on a
+    read-only root filesystem, where Python could not write them.
+    """
+    for pycache in list((rootfs / VENV.lstrip("/")).rglob("__pycache__")):
+        shutil.rmtree(pycache, ignore_errors=True)
+    for path in ("root/.cache", "tmp"):
+        shutil.rmtree(rootfs / path, ignore_errors=True)
+    (rootfs / "tmp").mkdir(mode=0o1777)
+    (rootfs / "tmp").chmod(0o1777)
+    for path in ("etc/resolv.conf", "etc/hostname"):
+        (rootfs / path).write_text("")
+
+
+def build_tensorflow(cache: Path) -> ImageArchive:
+    stem = f"tensorflow-{cache_key(BUILD_FORMAT, TENSORFLOW_NAME, TENSORFLOW_REQUIREMENT, base_key())}"
+    if found := cached(cache, stem):
+        return found
+    started = time.monotonic()
+    rootfs = copy_base(cache, stem)
+    in_rootfs(rootfs, "python3", "-m", "venv", VENV)
+    in_rootfs(rootfs, f"{VENV}/bin/pip", "install", "--no-compile", "--progress-bar=off", TENSORFLOW_REQUIREMENT)
+    tidy(rootfs)
+    env = {**BASE_ENV, "PATH": f"{VENV}/bin:{BASE_ENV['PATH']}"}
+    spec = ImageSpec(TENSORFLOW_NAME, cmd=("bash",), env=tuple(env.items()))
+    image = package(rootfs, spec, cache, stem, started)
+    shutil.rmtree(rootfs.parent)
+    return image
+
+
+def operator_key(dockerfile_text: str, wanted: DockerfileImage) -> str:
+    paths = [*wanted.sources, *(src for src, _ in wanted.files)]
+    return cache_key(BUILD_FORMAT, base_key(), dockerfile_text, tree_digest(REPO_DIR, paths))
+
+
+def build_operator(cache: Path) -> ImageArchive:
+    """What the Dockerfile builds: a venv with the project installed (not editable) and pinned."""
+    text = DOCKERFILE.read_text()
+    wanted = read_dockerfile(text)
+    stem = f"operator-{operator_key(text, wanted)}"
+    if found := cached(cache, stem):
+        return found
+    started = time.monotonic()
+    rootfs = copy_base(cache, stem)
+    src = rootfs / "tmp" / "src"
+    for path in source_files(REPO_DIR, wanted.sources):  # the build context, as COPY makes it
+        (src / path.relative_to(REPO_DIR)).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, src / path.relative_to(REPO_DIR))
+    (src / "constraints.txt").write_text(wanted.constraints)
+    in_rootfs(rootfs, "python3", "-m", "venv", VENV)
+    pip = f"{VENV}/bin/pip"
+    constraints = "/tmp/src/constraints.txt"
+    in_rootfs(rootfs, pip, "install", "--no-compile", "--progress-bar=off", "-c", constraints, "/tmp/src")
+    in_rootfs(rootfs, pip, "uninstall", "--yes", "pip")
+    tidy(rootfs)
+    for source, destination in wanted.files:
+        target = rootfs / destination.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(REPO_DIR / source, target)
+        target.chmod(0o644)
+    passwd, group = user_entries(wanted.spec.user)
+    with (rootfs / "etc" / "passwd").open("a") as f:
+        f.write(passwd)
+    with (rootfs / "etc" / "group").open("a") as f:
+        f.write(group)
+    image = package(rootfs, wanted.spec, cache, stem, started)
+    shutil.rmtree(rootfs.parent)
+    return image
+
+
+BUILDERS = {"pause": build_pause, "tensorflow": build_tensorflow, "operator": build_operator}
+
+
+def build_images(cache_dir: Path | None = None, which: Iterable[str] = IMAGES) -> dict[str, ImageArchive]:
+    """Build (or take from the cache) the named images: pause, tensorflow, operator."""
+    cache = cache_dir or default_cache_dir()
+    names = list(which)
+    unknown = sorted(set(names) - set(BUILDERS))
+    if unknown:
+        raise ValueError(f"unknown images {unknown}; known: {list(BUILDERS)}")
+    if os.geteuid() != 0 and not all(n == "pause" for n in names):
+        raise PermissionError("building the Debian-based images needs root (mmdebstrap, chroot, mount)")
+    with locked(cache):
+        shutil.rmtree(cache / "work", ignore_errors=True)  # what an interrupted build left
+        built = {name: BUILDERS[name](cache) for name in names}
+        shutil.rmtree(cache / "work", ignore_errors=True)
+        return built
+
+
+# ---------------------------------------------------------------------------------------------
+# Importing into containerd.
+
+
+def list_images(address: str, ctr: str = "ctr") -> dict[str, str]:
+    listing = run(ctr_command(ctr, address, "images", "ls"), capture_output=True).stdout
+    return parse_image_list(listing)
+
+
+def import_image(archive: ImageArchive, address: str, ctr: str = "ctr") -> None:
+    """Import archive into the containerd at address (namespace k8s.io) unless already there."""
+    if list_images(address, ctr).get(archive.name) in (archive.digest, archive.index_digest):
+        return
+    run(ctr_command(ctr, address, "images", "import", str(archive.path)), capture_output=True)
+    images = list_images(address, ctr)
+    aliases = aliases_to_remove(images, archive.digest)
+    if aliases:
+        run(ctr_command(ctr, address, "images", "rm", *aliases), capture_output=True)
+    if images.get(archive.name) not in (archive.digest, archive.index_digest):
+        raise RuntimeError(f"{archive.path} imported, but {archive.name} is {images.get(archive.name)}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Command line.
+
+
+def describe(name: str, image: ImageArchive) -> str:
+    how = "built" if image.built_now else "cached, built"
+    return f"{name:<10} {image.path}  {image.size / 1e6:.1f} MB  ({how} in {image.build_seconds:.0f} s)  {image.name}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m devcluster.images", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    for command in ("build", "import"):
+        sub = commands.add_parser(command)
+        sub.add_argument("--only", action="append", choices=IMAGES, help="this image only (repeatable)")
+        sub.add_argument("--cache-dir", type=Path, help="default: $XDG_CACHE_HOME/tfjob-operator/images")
+        if command == "import":
+            sub.add_argument("--address", required=True, help="containerd socket")
+            sub.add_argument("--ctr", default="ctr")
+    args = parser.parse_args(argv)
+    images = build_images(args.cache_dir, args.only or IMAGES)
+    for name, image in images.items():
+        print(describe(name, image), flush=True)
+        if args.command == "import":
+            import_image(image, args.address, args.ctr)
+            print(f"{'':<10} imported into {args.address}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

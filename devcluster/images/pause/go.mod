@@ -1,0 +1,3 @@
+module tfjob-operator/devcluster/pause
+
+go 1.26
