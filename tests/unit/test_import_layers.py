@@ -145,7 +145,7 @@ def test_the_local_control_plane_imports_none_of_the_operator() -> None:
     ("api.conditions", "from controller.job import plan"),
     ("api.names", "from informers import store"),
     ("tfjobs.client", "from controller.job import plan"),
-    ("tfjobs.cli", "from controller.process.documents import load_documents"),
+    ("tfjobs.cli", "from controller.process.cli import main"),
     ("controller.process.cli", "from tfjobs import manifests"),
     ("controller.job.plan", "import tfjobs.jobview"),
     ("controller.kueue.gate", "from ..process import cli"),
