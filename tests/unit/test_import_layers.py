@@ -11,9 +11,10 @@ acts on jobs. `tfjobs` (the kubectl plugin and the Python client) builds on `api
 other, so a user who only wants the client never loads the controller.
 
 A module may import its own package, anything in a lower layer, and nothing else: packages in the
-same layer stay independent of each other, and so do packages that stand beside each other. `devcluster` (the local control plane) imports none of
-the operator's packages, and only `kube/client.py` imports the `kubernetes` client, so an upgrade
-of that client touches one file. Imports inside functions count too.
+same layer stay independent of each other, and so do packages that stand beside each other.
+`devcluster` (the local control plane) imports none of the operator's packages, and only
+`kube/client.py` imports the `kubernetes` client, so an upgrade of that client touches one file.
+Imports inside functions count too.
 """
 
 from __future__ import annotations
