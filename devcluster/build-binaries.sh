@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Build the local control plane's binaries from Go modules into a cache outside the repo.
+# Build the local control plane's binaries from Go modules into a cache outside the repo
+# (core, kueue), and the binaries of real nodes (real: kubelet, kube-proxy, coredns, kube-router).
 #
 # Idempotent: when every binary for the pinned versions is already in the cache it
 # exits at once. The versions are pinned in devcluster/versions.env (the one place).
@@ -10,7 +11,8 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 source "$HERE/versions.env"
 OUT="${TFJOB_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tfjob-operator/k8s-$K8S_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION}"
 KUEUE_OUT="${TFJOB_KUEUE_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tfjob-operator/kueue-$KUEUE_VERSION}"
-WHAT="${1:-core}"   # core | kueue
+REAL_OUT="${TFJOB_REAL_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tfjob-operator/real-k8s-$K8S_VERSION-coredns-$COREDNS_VERSION-kube-router-$KUBE_ROUTER_VERSION}"
+WHAT="${1:-core}"   # core | kueue | real | all (core + kueue) | dir | kueue-dir | real-dir
 
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-trimpath
 
@@ -21,10 +23,50 @@ have_core() {
   [ -f "$OUT/kwok-stages/.complete" ] || return 1
 }
 
+have_real() {
+  local b
+  for b in kubelet kube-proxy coredns kube-router; do
+    [ -x "$REAL_OUT/$b" ] || return 1
+  done
+  [ -f "$REAL_OUT/.complete" ] || return 1
+}
+
 if ! command -v go >/dev/null 2>&1; then
   echo "build-binaries: Go is not installed; install Go >= 1.26 or set TFJOB_BIN_DIR to a folder holding etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok" >&2
   exit 2
 fi
+
+# k8s_wrapper_module DIR MODULE PKG...: create in DIR (and cd there) a Go module that requires
+# k8s.io/kubernetes@v$K8S_VERSION and replaces every staging module (k8s.io/api, client-go, ...)
+# with its matching v0 tag, importing the commands PKG... so that `go mod tidy` resolves them; set
+# K8S_LDFLAGS to the version stamps (gitVersion etc.) that `--version` prints. The one way this
+# script builds anything from k8s.io/kubernetes (build_core and build_real both call it).
+k8s_wrapper_module() {
+  local dir=$1 module=$2; shift 2
+  mkdir -p "$dir" && cd "$dir"
+  go mod init "$module" >/dev/null 2>&1
+  local GOMOD STAGING STAGING_VERSION MINOR GOLINE DATE p m
+  GOMOD=$(go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')
+  STAGING=$(sed -n 's#^[[:space:]]*\(replace[[:space:]]\+\)\?\(k8s\.io/[A-Za-z0-9._-]*\)[[:space:]]*=>[[:space:]]*\./staging/.*#\2#p' "$GOMOD")
+  GOLINE=$(grep -m1 '^go ' "$GOMOD")
+  STAGING_VERSION=0.${K8S_VERSION#1.}
+  MINOR=$(echo "$K8S_VERSION" | cut -d. -f2)
+  {
+    printf 'module %s\n\n%s\n\nrequire k8s.io/kubernetes v%s\n\n' "$module" "$GOLINE" "$K8S_VERSION"
+    grep '^godebug' "$GOMOD" || true
+    for m in $STAGING; do echo "replace $m => $m v$STAGING_VERSION"; done
+  } > go.mod
+  {
+    printf '//go:build tools\n\npackage tools\n\nimport (\n'
+    for p in "$@"; do printf '\t_ "%s"\n' "$p"; done
+    printf ')\n'
+  } > tools.go
+  go mod tidy
+  DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ); K8S_LDFLAGS="-s -w"
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    K8S_LDFLAGS="$K8S_LDFLAGS -X $p.gitVersion=v$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$MINOR -X $p.gitTreeState=clean -X $p.buildDate=$DATE"
+  done
+}
 
 build_core() {
   if have_core; then echo "build-binaries: reusing $OUT"; return 0; fi
@@ -35,38 +77,10 @@ build_core() {
 
   # ---- kubernetes: a wrapper module that pins every staging module to the matching v0 tag.
   if ! [ -x "$OUT/kube-apiserver" ] || ! [ -x "$OUT/kubectl" ] || ! [ -x "$OUT/kube-scheduler" ] || ! [ -x "$OUT/kube-controller-manager" ]; then
-    mkdir -p "$W/k8s" && cd "$W/k8s"
-    go mod init local/k8s-testbins >/dev/null 2>&1
-    local GOMOD STAGING STAGING_VERSION MINOR GOLINE
-    GOMOD=$(go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')
-    STAGING=$(sed -n 's#^[[:space:]]*\(replace[[:space:]]\+\)\?\(k8s\.io/[A-Za-z0-9._-]*\)[[:space:]]*=>[[:space:]]*\./staging/.*#\2#p' "$GOMOD")
-    GOLINE=$(grep -m1 '^go ' "$GOMOD")
-    STAGING_VERSION=0.${K8S_VERSION#1.}
-    MINOR=$(echo "$K8S_VERSION" | cut -d. -f2)
-    {
-      printf 'module local/k8s-testbins\n\n%s\n\nrequire k8s.io/kubernetes v%s\n\n' "$GOLINE" "$K8S_VERSION"
-      grep '^godebug' "$GOMOD" || true
-      for m in $STAGING; do echo "replace $m => $m v$STAGING_VERSION"; done
-    } > go.mod
-    cat > tools.go <<'GOEOF'
-//go:build tools
-
-package tools
-
-import (
-	_ "k8s.io/kubernetes/cmd/kube-apiserver"
-	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
-	_ "k8s.io/kubernetes/cmd/kube-scheduler"
-	_ "k8s.io/kubernetes/cmd/kubectl"
-)
-GOEOF
-    go mod tidy
-    local DATE LD p
-    DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ); LD="-s -w"
-    for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-      LD="$LD -X $p.gitVersion=v$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$MINOR -X $p.gitTreeState=clean -X $p.buildDate=$DATE"
-    done
-    go build -ldflags "$LD" -o "$OUT/" \
+    k8s_wrapper_module "$W/k8s" local/k8s-testbins \
+      k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+      k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
+    go build -ldflags "$K8S_LDFLAGS" -o "$OUT/" \
       k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
       k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
     echo "build-binaries: kubernetes built after $((SECONDS-start)) s"
@@ -130,11 +144,62 @@ build_kueue() {
   echo "build-binaries: kueue done in $((SECONDS-start)) s -> $KUEUE_OUT (binary kueue, CRDs in crd/)"
 }
 
+build_real() {
+  # The binaries of real nodes beside the KWOK ones: kubelet and kube-proxy (k8s.io/kubernetes,
+  # built like the control plane), coredns (cluster DNS, its kubernetes plugin) and kube-router
+  # (NetworkPolicy enforcement with iptables + ipset). Neither CoreDNS's nor kube-router's
+  # go.mod has replace directives, so a plain `go install mod@version` builds them.
+  if have_real; then echo "build-binaries: reusing $REAL_OUT"; return 0; fi
+  mkdir -p "$REAL_OUT"
+  rm -f "$REAL_OUT/.complete"
+  local W; W=$(mktemp -d)
+  trap 'rm -rf "$W"; trap - RETURN' RETURN
+  local start=$SECONDS t b
+
+  # ---- kubelet, kube-proxy: the same wrapper module and version stamps as the control plane.
+  if ! [ -x "$REAL_OUT/kubelet" ] || ! [ -x "$REAL_OUT/kube-proxy" ]; then
+    t=$SECONDS
+    k8s_wrapper_module "$W/k8s" local/k8s-realbins k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy
+    echo "build-binaries: kubernetes wrapper module ready in $((SECONDS-t)) s"
+    for b in kubelet kube-proxy; do
+      [ -x "$REAL_OUT/$b" ] && continue
+      t=$SECONDS
+      go build -ldflags "$K8S_LDFLAGS" -o "$REAL_OUT/$b" "k8s.io/kubernetes/cmd/$b"
+      echo "build-binaries: $b built in $((SECONDS-t)) s (after $((SECONDS-start)) s)"
+    done
+  fi
+
+  # ---- coredns (its main package is the module root)
+  if ! [ -x "$REAL_OUT/coredns" ]; then
+    t=$SECONDS
+    GOBIN="$REAL_OUT" go install -ldflags "-s -w -X github.com/coredns/coredns/coremain.GitCommit=v$COREDNS_VERSION" \
+      "github.com/coredns/coredns@v$COREDNS_VERSION"
+    echo "build-binaries: coredns built in $((SECONDS-t)) s (after $((SECONDS-start)) s)"
+  fi
+
+  # ---- kube-router (its Makefile stamps pkg/version.Version and BuildDate)
+  if ! [ -x "$REAL_OUT/kube-router" ]; then
+    t=$SECONDS
+    local KRV=github.com/cloudnativelabs/kube-router/v2/pkg/version
+    GOBIN="$REAL_OUT" go install \
+      -ldflags "-s -w -X $KRV.Version=v$KUBE_ROUTER_VERSION -X $KRV.BuildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+      "github.com/cloudnativelabs/kube-router/v2/cmd/kube-router@v$KUBE_ROUTER_VERSION"
+    echo "build-binaries: kube-router built in $((SECONDS-t)) s (after $((SECONDS-start)) s)"
+  fi
+
+  "$REAL_OUT/kubelet" --version; "$REAL_OUT/kube-proxy" --version
+  "$REAL_OUT/coredns" -version | sed -n 1p; "$REAL_OUT/kube-router" --version | sed -n 1p
+  touch "$REAL_OUT/.complete"
+  echo "build-binaries: real done in $((SECONDS-start)) s -> $REAL_OUT"
+}
+
 case "$WHAT" in
   core) build_core ;;
   kueue) build_kueue ;;
+  real) build_real ;;
   all) build_core; build_kueue ;;
   dir) echo "$OUT" ;;
   kueue-dir) echo "$KUEUE_OUT" ;;
-  *) echo "usage: build-binaries.sh [core|kueue|all|dir|kueue-dir]" >&2; exit 2 ;;
+  real-dir) echo "$REAL_OUT" ;;
+  *) echo "usage: build-binaries.sh [core|kueue|real|all|dir|kueue-dir|real-dir]" >&2; exit 2 ;;
 esac
