@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
+from api.crd import job_schema
 from controller.job import validation
-from controller.job.crd import job_schema
 from tfconfig import ROLES
 from tfheartbeat.settings import HEARTBEAT_FILE_ENV
 
