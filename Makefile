@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install binaries test unit lint run bench chaos clean tf-heartbeat
+.PHONY: install binaries real-node-deps test test-real unit lint run bench chaos clean tf-heartbeat
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,16 +17,27 @@ install: $(VENV)/.installed
 binaries:
 	bash devcluster/build-binaries.sh core
 
+# What real nodes need from Debian's packages (containerd, runc, CNI plugins, iptables, ipset, image
+# tools); their Go binaries (kubelet, kube-proxy, coredns, kube-router) and images are built on first use.
+real-node-deps:
+	bash devcluster/install-real-nodes.sh
+
 lint: install
 	$(BIN)/ruff check .
 
 unit: install
 	$(BIN)/pytest tests/unit
 
-# The whole suite: lint, unit tests, and integration tests against a local control plane
-# that the test session starts and stops itself (binaries built or reused from the cache).
-test: install binaries lint
-	$(BIN)/pytest tests
+# The whole suite: lint, unit tests, integration tests against a local control plane that the test
+# session starts and stops itself (binaries built or reused from the cache), and the real-node
+# scenarios marked real_ci (real containers on a real node; the rest: `make test-real`).
+test: install binaries real-node-deps lint
+	$(BIN)/pytest tests -m "not real or real_ci"
+
+# Every scenario on real nodes: each example trains real TensorFlow, repairs, scaling, stall probes,
+# log following, NetworkPolicy, the operator in-cluster (about 25 min warm on two cores).
+test-real: install binaries real-node-deps
+	$(BIN)/pytest tests/real
 
 run: install binaries
 	$(BIN)/tfjob-devcluster demo

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 REQUIRED = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok")
+REAL_NODE_BINARIES = ("kubelet", "kube-proxy", "coredns", "kube-router")
 PACKAGE_DIR = Path(__file__).resolve().parent
 BUILD_SCRIPT = PACKAGE_DIR / "build-binaries.sh"
 VERSIONS_FILE = PACKAGE_DIR / "versions.env"
@@ -85,3 +86,16 @@ def find_bin_dir(build: bool = True) -> Path:
         + f". Run `bash {BUILD_SCRIPT} core` (needs Go and the Go module proxy), or set "
         "TFJOB_BIN_DIR to a folder holding " + ", ".join(REQUIRED) + "."
     )
+
+
+def find_real_bin_dir() -> Path:
+    """The folder of the real nodes' binaries (REAL_NODE_BINARIES), built by `build-binaries.sh real`
+    on first use (about 10 min cold; at once when they are there)."""
+    result = subprocess.run(["bash", str(BUILD_SCRIPT), "real"], stdout=sys.stderr, check=False)
+    folder = Path(subprocess.run(["bash", str(BUILD_SCRIPT), "real-dir"], capture_output=True, text=True,
+                                 check=False).stdout.strip())
+    missing = [name for name in REAL_NODE_BINARIES if not os.access(folder / name, os.X_OK)]
+    if result.returncode != 0 or missing:
+        raise MissingBinariesError(f"real-node binaries: `bash {BUILD_SCRIPT} real` exited {result.returncode}"
+                                   + (f"; {folder} lacks {', '.join(missing)}" if missing else ""))
+    return folder

@@ -16,15 +16,18 @@ from collections.abc import Callable
 from .binaries import MissingBinariesError
 from .cluster import Cluster, ClusterError
 from .components import COMPONENTS, canonical
+from .hostnet import HostNetworkError
+from .realnodes import RealNodeError
 
 
 def cmd_up(args: argparse.Namespace) -> int:
     cluster = Cluster(args.dir)
     started = time.monotonic()
     cluster.up(nodes=args.nodes, cpus=args.cpus, memory=args.memory, pods=args.pods, gpus=args.gpus,
-               timeout=args.timeout, pod_logs=not args.no_pod_logs)
+               timeout=args.timeout, pod_logs=not args.no_pod_logs, real_nodes=args.real_nodes)
+    real = f" and {len(cluster.real_nodes)} real" if cluster.real_nodes else ""
     print(f"devcluster up in {time.monotonic() - started:.1f}s: {cluster.api_url}, "
-          f"{len(cluster.nodes)} nodes, folder {cluster.dir}", file=sys.stderr)
+          f"{len(cluster.nodes)} fake{real} nodes, folder {cluster.dir}", file=sys.stderr)
     print(f"export KUBECONFIG={cluster.kubeconfig}")
     return 0
 
@@ -83,13 +86,17 @@ def _up_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--memory", default="256Gi", help="memory capacity per node (default 256Gi)")
     parser.add_argument("--pods", default="110", help="pod capacity per node (default 110)")
     parser.add_argument("--gpus", type=int, default=8, help="nvidia.com/gpu per node (default 8; 0: none)")
+    parser.add_argument("--real-nodes", type=int, default=0,
+                        help="real nodes (kubelet + containerd, real containers) beside the fake ones; needs "
+                             "root and `make real-node-deps`; tainted when there are fake nodes too (default 0)")
     parser.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for readiness")
     parser.add_argument("--no-pod-logs", action="store_true",
                         help="do not run the agent that writes the simulated containers' logs (kubectl logs)")
 
 
 def _logs_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("component", help="one of " + ", ".join(COMPONENTS) + " (or apiserver, kcm, scheduler)")
+    parser.add_argument("component", help="one of " + ", ".join(COMPONENTS) + " (or apiserver, kcm, scheduler); "
+                        "with real nodes also containerd-N, kubelet-N, coredns, kube-proxy, kube-router")
     parser.add_argument("--tail", type=int, default=None, help="only the last N lines")
 
 
@@ -124,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     function = COMMANDS[args.command][0]
     try:
         return function(args)
-    except (ClusterError, MissingBinariesError, ValueError) as error:
+    except (ClusterError, MissingBinariesError, RealNodeError, HostNetworkError, ValueError) as error:
         print(f"tfjob-devcluster {args.command}: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

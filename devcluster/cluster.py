@@ -25,17 +25,18 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import processes
+from . import processes, realnodes
 from .api import ApiClient, ApiError, etcd_call, probe_https
-from .binaries import find_bin_dir
+from .binaries import find_bin_dir, find_real_bin_dir
 from .components import (
     COMPONENTS,
     KUBELET_ADDRESS,
     KWOK_NODE_ANNOTATION,
+    REAL_NODE_COMPONENT,
     SERVICE_IP,
     canonical,
     command,
@@ -43,7 +44,11 @@ from .components import (
 )
 from .pki import CLIENTS, make_pki, write_kubeconfig
 from .ports import free_ports
+from .realnode_config import GATEWAY, node_components, port_names
 from .state import NODE_MONITOR_GRACE_SECONDS, ClusterState, Layout, default_dir
+
+if TYPE_CHECKING:
+    from .images import ImageArchive
 
 NOT_READY_LABEL = "node-not-ready.stage.kwok.x-k8s.io"
 NODE_LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
@@ -161,6 +166,11 @@ class Cluster:
         return list(self.state.nodes)
 
     @property
+    def real_nodes(self) -> list[str]:
+        """Names of the real nodes (kubelet + containerd) started by up()."""
+        return [node.name for node in realnodes.nodes_of(self.layout, self.state)]
+
+    @property
     def api(self) -> ApiClient:
         """A standard-library client authenticated as the admin."""
         admin = self.layout.pki
@@ -179,10 +189,12 @@ class Cluster:
 
     @property
     def components(self) -> tuple[str, ...]:
-        """The components this cluster runs: COMPONENTS, less pod-logs when started without it."""
-        if self._state is not None and not self._state.pod_logs:
-            return tuple(c for c in COMPONENTS if c != "pod-logs")
-        return COMPONENTS
+        """The components this cluster runs: COMPONENTS (less pod-logs when started without it), then
+        the real nodes' processes."""
+        if self._state is None:
+            return COMPONENTS
+        core = tuple(c for c in COMPONENTS if self._state.pod_logs or c != "pod-logs")
+        return core + node_components(self._state.real_nodes)
 
     def status(self) -> dict[str, dict[str, Any]]:
         """Per component: pid, whether it runs, its port (None if it has none) and log file."""
@@ -208,35 +220,43 @@ class Cluster:
 
     def up(self, nodes: int = 4, cpus: str = "32", memory: str = "256Gi", pods: str = "110",
            gpus: int = 8, timeout: float = 180.0, bin_dir: str | os.PathLike[str] | None = None,
-           pod_logs: bool = True, node_grace_seconds: int = NODE_MONITOR_GRACE_SECONDS) -> None:
-        """Start a fresh cluster with `nodes` fake nodes of the given capacity; wait until usable.
+           pod_logs: bool = True, node_grace_seconds: int = NODE_MONITOR_GRACE_SECONDS,
+           real_nodes: int = 0) -> None:
+        """Start a fresh cluster with `nodes` fake nodes of the given capacity and `real_nodes` real
+        ones (a kubelet with containerd each, see realnodes.py); wait until usable.
 
         Usable means: apiserver /readyz, controller-manager and scheduler /healthz, every node
         Ready and untainted, the `default` ServiceAccount present, and (with `pod_logs`) the agent
         that writes the simulated containers' logs started. On any failure (also
         KeyboardInterrupt) everything started so far is stopped again. `node_grace_seconds` is how
         long a node may miss its lease renewals before it is NotReady and its pods are evicted.
+        With real nodes, usable also means: every real node Ready, the cluster DNS answering, kube-proxy
+        and the NetworkPolicy engine healthy, and the images of devcluster/images.py imported.
         """
         if self._state is not None and any(self.is_running(c) for c in COMPONENTS):
             raise ClusterError(f"a cluster is already running in {self.dir}; run down first")
         self.down()  # leftovers of a crashed run: stray processes, etcd data in /dev/shm
         resolved_bin_dir = Path(bin_dir) if bin_dir else find_bin_dir()
+        real_bin_dir = find_real_bin_dir() if real_nodes else None
         self.dir.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(self.layout.logs, ignore_errors=True)
         self.layout.kubeconfigs.mkdir(parents=True, exist_ok=True)
 
-        address = advertise_address()
+        # Pods reach the apiserver at the bridge's address (kube-proxy maps the `kubernetes` Service there).
+        address = GATEWAY if real_nodes else advertise_address()
         state = ClusterState(
             bin_dir=str(resolved_bin_dir),
             advertise_address=address,
             etcd_data_dir=str(_etcd_data_dir(self.dir)),
-            ports=free_ports(PORTS),
+            ports=free_ports(PORTS + port_names(real_nodes)),
             nodes=[f"kwok-node-{i}" for i in range(nodes)],
             node_ips={f"kwok-node-{i}": f"10.240.{i // 250}.{i % 250 + 1}" for i in range(nodes)},
             node_resources={"cpu": str(cpus), "memory": str(memory), "pods": str(pods),
                             "ephemeral-storage": "1Ti", **({"nvidia.com/gpu": str(gpus)} if gpus else {})},
             pod_logs=pod_logs,
             node_grace_seconds=node_grace_seconds,
+            real_nodes=real_nodes,
+            real_bin_dir=str(real_bin_dir or ""),
         )
         self._state = state
         state.save(self.layout.state_file)
@@ -261,6 +281,8 @@ class Cluster:
             for component in ("kube-controller-manager", "kube-scheduler", "kwok", "pod-logs"):
                 if component in self.components:
                     self.start_component(component, wait=False)
+            if real_nodes:
+                self._start_real_nodes(deadline)
             self._wait_usable(max(deadline - time.monotonic(), 1))
         except BaseException:
             self.down()
@@ -273,8 +295,9 @@ class Cluster:
         """
         if self._state is None:
             return
-        for component in reversed(COMPONENTS):
+        for component in reversed(self.components):
             self.stop_component(component)
+        realnodes.clean_up(self.layout, self._state)
         data = Path(self._state.etcd_data_dir)
         if data.name.startswith("tfjob-devcluster-etcd-") or data == self.dir / "etcd-data":
             shutil.rmtree(data, ignore_errors=True)
@@ -286,7 +309,8 @@ class Cluster:
         component = canonical(name)
         if not self.is_running(component):
             env = {**os.environ, "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
-            argv = command(component, self.layout, self.state)
+            real = REAL_NODE_COMPONENT.fullmatch(component)
+            argv = (realnodes.command if real else command)(component, self.layout, self.state)
             pid = processes.spawn(argv, self.layout.log(component), env)
             self.state.pids[component] = pid
             if Path(argv[0]) != Path(self.state.bin_dir) / component:
@@ -478,6 +502,8 @@ class Cluster:
     # ------------------------------------------------------------------ waiting
 
     def _healthy(self, component: str) -> bool:
+        if REAL_NODE_COMPONENT.fullmatch(component):
+            return realnodes.healthy(component, self.layout, self.state)
         port = self.state.ports.get(component)
         if component == "etcd":
             try:
@@ -495,7 +521,7 @@ class Cluster:
     def _nodes_usable(self) -> bool:
         items = self.api.get("/api/v1/nodes")["items"]
         by_name = {n["metadata"]["name"]: n for n in items}
-        for name in self.state.nodes:
+        for name in [*self.state.nodes, *self.real_nodes]:
             node = by_name.get(name)
             if node is None or not _node_ready(node):
                 return False
@@ -524,7 +550,46 @@ class Cluster:
             "kwok": self._nodes_usable,
             "kube-apiserver": self._default_service_account,
             **({"pod-logs": lambda: self._healthy("pod-logs")} if "pod-logs" in self.components else {}),
+            **{c: (lambda c=c: self._healthy(c)) for c in node_components(self.state.real_nodes)},
         }, timeout, nodes_msg=True)
+
+    # ------------------------------------------------------------------ real nodes
+
+    def _start_real_nodes(self, deadline: float) -> None:
+        """Prepare the real nodes' files and bridge, start each node's containerd, import the images,
+        then start the kubelets and the cluster-wide DNS, service proxy and NetworkPolicy engine."""
+        from .images import build_images  # here: only real nodes need images (and their build tools)
+
+        realnodes.prepare(self.layout, self.state)
+        nodes = realnodes.nodes_of(self.layout, self.state)
+        archives = build_images(which=("pause",))
+        for node in nodes:
+            self.start_component(node.containerd_component, timeout=max(deadline - time.monotonic(), 1))
+        self.load_images(archives.values())
+        for node in nodes:
+            self.start_component(node.kubelet_component, wait=False)
+        self.start_component("coredns", wait=False)
+        # kube-proxy and kube-router read their node's addresses from its Node object at start.
+        self._wait({node.kubelet_component: (lambda name=node.name: self._node_registered(name)) for node in nodes},
+                   max(deadline - time.monotonic(), 1))
+        for component in ("kube-proxy", "kube-router"):
+            self.start_component(component, wait=False)
+
+    def _node_registered(self, name: str) -> bool:
+        try:
+            self.api.get(f"/api/v1/nodes/{name}")
+        except ApiError:
+            return False
+        return True
+
+    def load_images(self, archives: Iterable[ImageArchive]) -> None:
+        """Import image archives (devcluster/images.py) into every real node's containerd."""
+        from .images import import_image
+
+        archives = list(archives)
+        for node in realnodes.nodes_of(self.layout, self.state):
+            for archive in archives:
+                import_image(archive, str(node.containerd_socket))
 
     def _wait(self, checks: dict[str, Callable[[], bool]], timeout: float, nodes_msg: bool = False) -> None:
         """Poll every check until all pass; fail fast (with its log tail) if a component exits."""

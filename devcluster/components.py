@@ -34,6 +34,7 @@ place. The values are tuned for fast, deterministic tests on a small machine:
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -55,15 +56,19 @@ TOLERATION_SECONDS = 5
 NODE_LEASE_SECONDS = 20
 KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
 KUBELET_ADDRESS = "127.0.0.1"  # where KWOK's kubelet-like server listens; every node's InternalDNS address
-KUBELET_ADDRESS_TYPES = "InternalDNS,Hostname,InternalIP,ExternalDNS,ExternalIP"  # the default, InternalDNS first
+# KWOK's nodes publish InternalDNS 127.0.0.1; real kubelets listen on their InternalIP, and their
+# Hostname (the node name) resolves nowhere.
+KUBELET_ADDRESS_TYPES = "InternalDNS,InternalIP,Hostname,ExternalDNS,ExternalIP"
+REAL_NODE_COMPONENT = re.compile(r"(containerd|kubelet)-\d+|coredns|kube-proxy|kube-router")
 STAGES_DIR = Path(__file__).resolve().parent / "stages"
 
 
 def canonical(name: str) -> str:
     """Map a component name or alias (apiserver, kcm, scheduler, ...) to its canonical name."""
     name = ALIASES.get(name, name)
-    if name not in COMPONENTS:
-        raise ValueError(f"unknown component {name!r}; choose one of {', '.join(COMPONENTS)}")
+    if name not in COMPONENTS and not REAL_NODE_COMPONENT.fullmatch(name):
+        raise ValueError(f"unknown component {name!r}; choose one of {', '.join(COMPONENTS)}, or with real "
+                         "nodes containerd-N, kubelet-N, coredns, kube-proxy, kube-router")
     return name
 
 
@@ -88,8 +93,11 @@ def command(component: str, layout: Layout, state: ClusterState) -> list[str]:
                 f"--initial-cluster=devcluster={peer}", "--unsafe-no-fsync=true",
                 "--log-level=warn", "--quota-backend-bytes=4294967296"]
     if component == "kube-apiserver":
+        # With real nodes, pods reach the apiserver at the advertised bridge address (through the
+        # `kubernetes` Service), and kubelets are authorised as nodes.
+        real = state.real_nodes > 0
         return [str(b / "kube-apiserver"), f"--etcd-servers={etcd_url}",
-                "--bind-address=127.0.0.1", f"--secure-port={p['kube-apiserver']}",
+                f"--bind-address={'0.0.0.0' if real else '127.0.0.1'}", f"--secure-port={p['kube-apiserver']}",
                 f"--advertise-address={state.advertise_address}",
                 f"--cert-dir={pki}", f"--tls-cert-file={pki / 'apiserver.crt'}",
                 f"--tls-private-key-file={pki / 'apiserver.key'}", f"--client-ca-file={pki / 'ca.crt'}",
@@ -102,12 +110,16 @@ def command(component: str, layout: Layout, state: ClusterState) -> list[str]:
                 "--requestheader-extra-headers-prefix=X-Remote-Extra-",
                 f"--proxy-client-cert-file={pki / 'front-proxy-client.crt'}",
                 f"--proxy-client-key-file={pki / 'front-proxy-client.key'}",
-                "--authorization-mode=RBAC", "--allow-privileged=true", "--profiling=false",
-                "--enable-admission-plugins=OwnerReferencesPermissionEnforcement",
+                f"--authorization-mode={'Node,RBAC' if real else 'RBAC'}", "--allow-privileged=true",
+                "--profiling=false",
+                "--enable-admission-plugins=OwnerReferencesPermissionEnforcement"
+                + (",NodeRestriction" if real else ""),
                 f"--default-not-ready-toleration-seconds={TOLERATION_SECONDS}",
                 f"--default-unreachable-toleration-seconds={TOLERATION_SECONDS}",
                 f"--kubelet-preferred-address-types={KUBELET_ADDRESS_TYPES}",
-                f"--kubelet-certificate-authority={pki / 'ca.crt'}"]
+                f"--kubelet-certificate-authority={pki / 'ca.crt'}",
+                f"--kubelet-client-certificate={pki / 'kube-apiserver-kubelet-client.crt'}",
+                f"--kubelet-client-key={pki / 'kube-apiserver-kubelet-client.key'}"]
     if component == "kube-controller-manager":
         kubeconfig = layout.component_kubeconfig("kube-controller-manager")
         return [str(b / "kube-controller-manager"), f"--kubeconfig={kubeconfig}",

@@ -94,7 +94,9 @@ class Demo:
         self.example = example
         self.namespace = namespace
         self.nodes = nodes
-        self.job_name = str(yaml.safe_load(example.read_text())["metadata"]["name"])
+        # The example holds its training program's ConfigMap before the job.
+        job = next(d for d in yaml.safe_load_all(example.read_text()) if d and d.get("kind") == "TensorFlowJob")
+        self.job_name = str(job["metadata"]["name"])
         self.operator_log = cluster.dir / "demo-operator.log"
         self.operator: subprocess.Popen[bytes] | None = None
         self.health_port = free_port()

@@ -56,7 +56,10 @@ CLIENTS = {
     "kube-controller-manager": ("system:kube-controller-manager", ""),
     "kube-scheduler": ("system:kube-scheduler", ""),
     "kwok": ("kwok-controller", "system:masters"),
+    # The apiserver's identity towards real kubelets (logs, exec), which trust our CA.
+    "kube-apiserver-kubelet-client": ("kube-apiserver-kubelet-client", "system:masters"),
 }
+CLIENT_EXTENSIONS = "extendedKeyUsage=clientAuth\nkeyUsage=critical,digitalSignature\nbasicConstraints=CA:FALSE\n"
 
 
 def _openssl(config: Path, *args: str) -> None:
@@ -121,9 +124,7 @@ def make_pki(d: Path, ip_sans: list[str]) -> Pki:
 
     clients = {}
     for user, (cn, org) in CLIENTS.items():
-        cert, key = _sign_leaf(d, config, user, _subject(cn, org),
-                               "extendedKeyUsage=clientAuth\nkeyUsage=critical,digitalSignature\n"
-                               "basicConstraints=CA:FALSE\n")
+        cert, key = _sign_leaf(d, config, user, _subject(cn, org), CLIENT_EXTENSIONS)
         clients[user] = ClientCert(cert, key)
 
     # The front-proxy (request-header) CA: the apiserver publishes it in
@@ -139,6 +140,20 @@ def make_pki(d: Path, ip_sans: list[str]) -> Pki:
     _openssl(config, "pkey", "-in", str(d / "sa.key"), "-pubout", "-out", str(d / "sa.pub"))
     return Pki(d, d / "ca.crt", d / "ca.key", serving_cert, serving_key, d / "sa.key", d / "sa.pub", clients,
                kubelet_cert, kubelet_key)
+
+
+def sign_client(d: Path, name: str, cn: str, org: str) -> ClientCert:
+    """One more client certificate signed by the cluster's CA in folder d (e.g. a real kubelet's)."""
+    cert, key = _sign_leaf(d, d / "openssl.cnf", name, _subject(cn, org), CLIENT_EXTENSIONS)
+    return ClientCert(cert, key)
+
+
+def sign_serving(d: Path, name: str, cn: str, ips: list[str]) -> tuple[Path, Path]:
+    """A serving certificate for the given addresses, signed by the cluster's CA in folder d."""
+    sans = ",".join(f"IP:{ip}" for ip in ips)
+    return _sign_leaf(d, d / "openssl.cnf", name, f"/CN={cn}",
+                      f"subjectAltName={sans}\nextendedKeyUsage=serverAuth\n"
+                      "keyUsage=critical,digitalSignature,keyEncipherment\nbasicConstraints=CA:FALSE\n")
 
 
 def _b64(path: Path) -> str:

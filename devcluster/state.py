@@ -84,6 +84,8 @@ class ClusterState:
     executables: dict[str, str] = field(default_factory=dict)  # argv[0] of components not in bin_dir
     pod_logs: bool = True  # whether the pod-logs agent runs (container logs of simulated pods)
     node_grace_seconds: int = NODE_MONITOR_GRACE_SECONDS  # the controller-manager's node grace period
+    real_nodes: int = 0  # real kubelets with containerd beside the KWOK nodes (realnodes.py)
+    real_bin_dir: str = ""  # the folder of kubelet, kube-proxy, coredns and kube-router
 
     def save(self, path: Path) -> None:
         tmp = path.with_suffix(".tmp")

@@ -1,0 +1,181 @@
+"""Real nodes beside the KWOK ones: the files they need, the command line of each of their processes,
+how to tell each is healthy, and how to remove every trace of them.
+
+`Cluster.up(real_nodes=N)` calls this module; the configuration itself is in realnode_config.py and
+the host's network in hostnet.py. Each real node is two processes (its containerd and its kubelet);
+the cluster adds three that serve all real nodes at once, since they share the host's network
+namespace: CoreDNS (the cluster DNS), kube-proxy (Services' virtual addresses) and kube-router (the
+NetworkPolicy engine). The processes are started and stopped like every other component of the
+cluster (a process group each, pids in state.json); what they leave behind (container processes under
+the shims, mounts, network namespaces, veths, the bridge) is removed by `clean_up`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import urllib.request
+from pathlib import Path
+
+import yaml
+
+from . import hostnet
+from .components import SERVICE_CIDR
+from .pki import sign_client, sign_serving, write_kubeconfig
+from .realnode_config import (
+    REAL_NODE_LABEL,
+    RealNode,
+    cni_conflist,
+    containerd_config,
+    corefile,
+    kube_proxy_config,
+    kube_router_arguments,
+    kubelet_arguments,
+    kubelet_config,
+    plan_nodes,
+    write_json,
+)
+from .state import ClusterState, Layout
+
+CONTAINERD = "/usr/bin/containerd"
+HOST_TOOLS = ("containerd", "containerd-shim-runc-v2", "runc", "ctr", "iptables", "ipset", "ip")
+CNI_PLUGINS = ("bridge", "host-local", "loopback")
+
+
+class RealNodeError(RuntimeError):
+    """Real nodes cannot be started on this machine, and why."""
+
+
+def image_store_root() -> Path:
+    """Where the real nodes' containerd keep their images between clusters."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "tfjob-operator" / "real-nodes"
+
+
+def nodes_of(layout: Layout, state: ClusterState) -> list[RealNode]:
+    return plan_nodes(state.real_nodes, layout.dir, image_store_root())
+
+
+def missing_host_tools() -> list[str]:
+    """The programs the real nodes need that this machine lacks (install-real-nodes.sh installs them)."""
+    missing = [tool for tool in HOST_TOOLS if shutil.which(tool) is None]
+    missing += [f"CNI plugin {p}" for p in CNI_PLUGINS if not os.access(f"/usr/lib/cni/{p}", os.X_OK)]
+    return missing
+
+
+def prepare(layout: Layout, state: ClusterState) -> None:
+    """Write every real node's certificates, kubeconfig and configuration, and create the bridge."""
+    nodes = nodes_of(layout, state)
+    if not nodes:
+        return
+    missing = missing_host_tools()
+    if missing:
+        raise RealNodeError(f"real nodes need {', '.join(missing)}: run `bash devcluster/install-real-nodes.sh`")
+    if os.geteuid() != 0:
+        raise RealNodeError("real nodes need root (a container runtime, mounts, a bridge)")
+    pki = layout.pki
+    server = f"https://127.0.0.1:{state.ports['kube-apiserver']}"
+    for node in nodes:
+        shutil.rmtree(node.folder, ignore_errors=True)
+        node.folder.mkdir(parents=True)
+        node.image_store.mkdir(parents=True, exist_ok=True)
+        node.runtime_dir.mkdir(parents=True, exist_ok=True)
+        node.cni_conf_dir.mkdir()
+        write_json(node.cni_conf_dir / "10-tfjob-devcluster.conflist", cni_conflist(node, SERVICE_CIDR))
+        node.containerd_config.write_text(containerd_config(node))
+        node.kubelet_config.write_text(yaml.safe_dump(kubelet_config(node, state.ports, pki / "ca.crt")))
+        client = sign_client(pki, f"kubelet-{node.name}", f"system:node:{node.name}", "system:nodes")
+        write_kubeconfig(node.kubeconfig, server, pki / "ca.crt", f"system:node:{node.name}", client=client)
+        cert, key = sign_serving(pki, f"kubelet-serving-{node.name}", node.name, [node.address])
+        shutil.copyfile(cert, node.serving_cert)
+        shutil.copyfile(key, node.serving_key)
+    first = nodes[0]
+    shared = layout.dir / "real-nodes"
+    (shared / "Corefile").write_text(corefile(layout.kubeconfig, state.ports["coredns-ready"]))
+    proxy_client = sign_client(pki, "kube-proxy", "system:kube-proxy", "")
+    write_kubeconfig(shared / "kube-proxy.kubeconfig", server, pki / "ca.crt", "system:kube-proxy", client=proxy_client)
+    (shared / "kube-proxy.yaml").write_text(yaml.safe_dump(
+        kube_proxy_config(first, shared / "kube-proxy.kubeconfig", state.ports)))
+    hostnet.create_bridge(node.address for node in nodes)
+
+
+def command(component: str, layout: Layout, state: ClusterState) -> list[str]:
+    """The argv of one real-node process."""
+    nodes = nodes_of(layout, state)
+    binaries = Path(state.real_bin_dir)
+    shared = layout.dir / "real-nodes"
+    kind, _, index = component.rpartition("-")
+    if kind == "containerd":
+        return [CONTAINERD, f"--config={nodes[int(index)].containerd_config}"]
+    if kind == "kubelet":
+        labels = {REAL_NODE_LABEL: "true"}
+        return kubelet_arguments(nodes[int(index)], binaries / "kubelet", labels, taint=bool(state.nodes))
+    if component == "coredns":
+        return [str(binaries / "coredns"), "-conf", str(shared / "Corefile")]
+    if component == "kube-proxy":
+        return [str(binaries / "kube-proxy"), f"--config={shared / 'kube-proxy.yaml'}"]
+    if component == "kube-router":
+        return kube_router_arguments(nodes[0], binaries / "kube-router", layout.kubeconfig, state.ports,
+                                     SERVICE_CIDR)
+    raise ValueError(f"unknown real-node component {component!r}")
+
+
+def _http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2.0) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+def _socket_answers(path: Path) -> bool:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(1.0)
+        try:
+            s.connect(str(path))
+        except OSError:
+            return False
+    return True
+
+
+def healthy(component: str, layout: Layout, state: ClusterState) -> bool:
+    kind, _, index = component.rpartition("-")
+    ports = state.ports
+    if kind == "containerd":
+        return _socket_answers(nodes_of(layout, state)[int(index)].containerd_socket)
+    if kind == "kubelet":
+        return _http_ok(f"http://127.0.0.1:{ports[f'kubelet-{index}-healthz']}/healthz")
+    if component == "coredns":
+        return _http_ok(f"http://127.0.0.1:{ports['coredns-ready']}/ready")
+    if component == "kube-proxy":
+        return _http_ok(f"http://127.0.0.1:{ports['kube-proxy-healthz']}/healthz")
+    if component == "kube-router":
+        return _http_ok(f"http://127.0.0.1:{ports['kube-router-health']}/healthz")
+    raise ValueError(f"unknown real-node component {component!r}")
+
+
+def clean_up(layout: Layout, state: ClusterState) -> None:
+    """Remove what the real nodes leave once their processes are stopped: containers (under their
+    shims), the kubelet's and containerd's mounts, the pods' network namespaces, veths and the bridge."""
+    nodes = nodes_of(layout, state)
+    if nodes:
+        _remove_rules(Path(state.real_bin_dir), layout)
+    for node in nodes:
+        hostnet.kill_containers(node.containerd_socket)
+        hostnet.unmount_under(node.kubelet_root)
+        hostnet.unmount_under(node.containerd_state)
+        hostnet.unmount_under(node.image_store)
+        shutil.rmtree(node.runtime_dir, ignore_errors=True)
+    if nodes:
+        hostnet.remove_veths()
+        hostnet.delete_bridge()
+
+
+def _remove_rules(binaries: Path, layout: Layout) -> None:
+    """The iptables rules and ipsets that kube-proxy and kube-router installed, by their own clean-up."""
+    for argv in ([str(binaries / "kube-proxy"), "--cleanup"],
+                 [str(binaries / "kube-router"), "--cleanup-config", f"--kubeconfig={layout.kubeconfig}"]):
+        if os.access(argv[0], os.X_OK):
+            subprocess.run(argv, capture_output=True, timeout=60, check=False)

@@ -1,0 +1,91 @@
+"""Fixtures for the tests on real nodes: one local cluster per session whose only node is real (a
+kubelet with containerd, real containers, a pod network, cluster DNS, kube-proxy and a NetworkPolicy
+engine), the TensorFlow image imported into it, the CRD installed and the operator running against it.
+
+With no fake node in the cluster, every pod lands on the real node and the examples run exactly as a
+user applies them. Real containers are slow on two cores (a TensorFlow process takes seconds to
+import), so the waits here are minutes, and each test says what it waited for when it fails.
+
+Everything under tests/real is marked `real`; `make test-real` runs all of it, and `make test` runs
+the scenarios marked `real_ci` (see the Makefile).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import re
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from devcluster.cluster import Cluster
+from devcluster.images import build_images
+from tests.real.kubectl import Kubectl
+from tests.support.operator import Operator
+from tests.support.polling import wait_for
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+CRD = ROOT / "manifests" / "crd.yaml"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if HERE in Path(str(item.path)).resolve().parents:
+            item.add_marker(pytest.mark.real)
+
+
+@pytest.fixture(scope="session")
+def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """A cluster with one real node and no fake one, the TensorFlow image loaded, the CRD installed."""
+    reuse = os.environ.get("TFJOB_REAL_DEVCLUSTER_DIR")
+    if reuse:
+        yield Cluster(reuse)
+        return
+    cluster = Cluster(tmp_path_factory.mktemp("real-devcluster"))
+    atexit.register(cluster.down)
+    try:
+        cluster.up(nodes=0, real_nodes=1, pod_logs=False, timeout=600)
+        cluster.load_images(build_images(which=("tensorflow",)).values())
+        cluster.kubectl("apply", "--server-side", "-f", str(CRD))
+        wait_for(lambda: "Established" in cluster.kubectl(
+            "get", "crd", "tensorflowjobs.kubeflow.org", "-o",
+            "jsonpath={.status.conditions[?(@.status=='True')].type}").stdout, 60, "the CRD to be Established")
+        yield cluster
+    finally:
+        cluster.down()
+        atexit.unregister(cluster.down)
+
+
+@pytest.fixture(scope="session")
+def operator(real_cluster: Cluster) -> Iterator[Operator]:
+    """The operator, out of cluster (a host process), with NetworkPolicies on as in production."""
+    process = Operator(str(real_cluster.kubeconfig), "operator-real").start()
+    yield process
+    process.stop()
+
+
+def _namespace_name(test_name: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", test_name.lower()).strip("-")[:40].strip("-")
+    return f"{slug or 'test'}-{uuid.uuid4().hex[:6]}"
+
+
+@pytest.fixture
+def namespace(real_cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh namespace; deleted afterwards, waiting for its pods to go so that the next test has the
+    node's CPUs to itself."""
+    name = _namespace_name(request.node.name)
+    real_cluster.kubectl("create", "namespace", name)
+    wait_for(lambda: real_cluster.kubectl("get", "serviceaccount", "default", "-n", name, check=False).returncode == 0,
+             30, f"ServiceAccount default in namespace {name}")
+    yield name
+    real_cluster.kubectl("delete", "namespace", name, "--wait=true", "--timeout=120s", check=False, timeout=150)
+    real_cluster.kubectl("delete", "persistentvolume", f"{name}-mnist-data", "--ignore-not-found", check=False)
+
+
+@pytest.fixture
+def kubectl(real_cluster: Cluster, namespace: str) -> Kubectl:
+    return Kubectl(real_cluster, namespace)
