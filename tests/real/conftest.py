@@ -15,9 +15,11 @@ from __future__ import annotations
 import atexit
 import os
 import re
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,32 +34,59 @@ ROOT = HERE.parents[1]
 CRD = ROOT / "manifests" / "crd.yaml"
 
 
+COSTS: list[tuple[str, float]] = []  # what the real-node tests cost, printed at the end of the session
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if HERE in Path(str(item.path)).resolve().parents:
             item.add_marker(pytest.mark.real)
 
 
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "call" and HERE in Path(report.fspath).resolve().parents:
+        COSTS.append((f"{report.nodeid.split('::', 1)[1]} ({report.outcome})", report.duration))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if COSTS:
+        terminalreporter.section("what the real-node tests cost (wall seconds)")
+        for what, seconds in COSTS:
+            terminalreporter.write_line(f"{seconds:8.1f}  {what}")
+
+
 @pytest.fixture(scope="session")
 def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """A cluster with one real node and no fake one, the TensorFlow image loaded, the CRD installed."""
-    reuse = os.environ.get("TFJOB_REAL_DEVCLUSTER_DIR")
+    reuse = os.environ.get("TFJOB_REAL_DEVCLUSTER_DIR")  # a cluster started with `up --real-nodes 1 --nodes 0`
     if reuse:
-        yield Cluster(reuse)
+        cluster = Cluster(reuse)
+        prepare(cluster)
+        yield cluster
         return
     cluster = Cluster(tmp_path_factory.mktemp("real-devcluster"))
     atexit.register(cluster.down)
     try:
+        started = time.monotonic()
         cluster.up(nodes=0, real_nodes=1, pod_logs=False, timeout=600)
-        cluster.load_images(build_images(which=("tensorflow",)).values())
-        cluster.kubectl("apply", "--server-side", "-f", str(CRD))
-        wait_for(lambda: "Established" in cluster.kubectl(
-            "get", "crd", "tensorflowjobs.kubeflow.org", "-o",
-            "jsonpath={.status.conditions[?(@.status=='True')].type}").stdout, 60, "the CRD to be Established")
+        COSTS.append(("cluster up with one real node (binaries built or reused)", time.monotonic() - started))
+        prepare(cluster)
         yield cluster
     finally:
         cluster.down()
         atexit.unregister(cluster.down)
+
+
+def prepare(cluster: Cluster) -> None:
+    """The TensorFlow image imported (built on first use), the CRD installed and Established."""
+    started = time.monotonic()
+    cluster.load_images(build_images(which=("tensorflow",)).values())
+    COSTS.append(("TensorFlow image built or reused, and imported", time.monotonic() - started))
+    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRD))
+    wait_for(lambda: "Established" in cluster.kubectl(
+        "get", "crd", "tensorflowjobs.kubeflow.org", "-o",
+        "jsonpath={.status.conditions[?(@.status=='True')].type}", check=False).stdout, 60,
+        "the CRD to be Established")
 
 
 @pytest.fixture(scope="session")
