@@ -2,8 +2,10 @@
 `convert`, and `kubectl tfjob submit`.
 
 Every way a file can be unusable — unreadable, not YAML, empty, not a mapping — becomes one
-`InputError` with a single clear line; the CLI prints it instead of a traceback. Part of `api` so
-the operator's CLI and the client read files alike without one importing the other.
+`InputError` with a single clear line; the CLI prints it instead of a traceback. A file may hold,
+beside its jobs, the objects they need (a ConfigMap with the training program, a Secret, a claim):
+`is_companion` is the one rule that tells those from jobs, so a mistyped job is never taken for one.
+Part of `api` so the operator's CLI and the client read files alike without one importing the other.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import sys
 from typing import Any
 
 import yaml
+
+from api import kubeflow, names
 
 
 class InputError(Exception):
@@ -59,3 +63,29 @@ def describe(doc: Any, position: int) -> str:
             namespace = meta.get("namespace")
             return f"{doc.get('kind', 'object')} {namespace + '/' if namespace else ''}{name}"
     return f"document {position}"
+
+
+JOB_KINDS = (names.KIND, kubeflow.KIND)
+
+
+def is_companion(doc: Any) -> bool:
+    """Whether a document is an object that travels with the jobs of its file (a ConfigMap with the
+    training program, a Secret, a PersistentVolumeClaim, ...) rather than a job.
+
+    It is one when it is a mapping with a string `apiVersion` and `kind` and a `metadata.name`, its
+    kind is not TensorFlowJob or TFJob (in any spelling of case) and its API group is not
+    `kubeflow.org`. Everything else is a job candidate, checked as a job: `kind: TensorflowJob` or
+    `apiVersion: kubeflow.org/v2` is reported as a bad job, never skipped.
+    """
+    if not isinstance(doc, dict):
+        return False
+    api_version, kind, metadata = doc.get("apiVersion"), doc.get("kind"), doc.get("metadata")
+    if not isinstance(api_version, str) or not isinstance(kind, str) or not isinstance(metadata, dict):
+        return False
+    name = metadata.get("name")
+    if not isinstance(name, str) or not name:
+        return False
+    group = api_version.rpartition("/")[0]  # "" for the core group ("v1")
+    if group.strip().lower() == names.GROUP:
+        return False
+    return kind.strip().lower() not in {job_kind.lower() for job_kind in JOB_KINDS}

@@ -15,7 +15,8 @@ errors on stderr as `error: ...` / `Error from server (Reason): ...`, exit statu
 `wait` exits 0 when the job reached the state, 1 when it ended otherwise (or was deleted), 2 on
 timeout; on a terminal it shows one live progress line, otherwise a line per change. `logs`
 prefixes every line with its slot (`[worker-1]`) and, with `-f`, follows pods as they come and go
-until the job has finished.
+until the job has finished. `submit` creates the ConfigMaps, Secrets and PersistentVolumeClaims of
+the file before its jobs, replacing those that exist (a claim that exists is kept).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from tfjobs.client import STATES, JobFailed, JobNotFound, TfJobClient, WaitTimeo
 from tfjobs.describe import describe
 from tfjobs.durations import parse_duration
 from tfjobs.logs import LogLine, format_line
-from tfjobs.manifests import InputError, apply_overrides, load_jobs
+from tfjobs.manifests import InputError, load_manifest
 from tfjobs.progress import Progress, render
 from tfjobs.tables import job_rows, table
 
@@ -211,19 +212,28 @@ def cmd_wait(client: TfJobClient, args: argparse.Namespace, console: Console) ->
 
 
 def cmd_submit(client: TfJobClient, args: argparse.Namespace, console: Console) -> int:
-    jobs = load_jobs(args.filename)
+    manifest = load_manifest(args.filename)
+    jobs = manifest.jobs
     if len(jobs) > 1 and (args.name or args.wait or args.logs):
         raise InputError(f"{args.filename} holds {len(jobs)} TensorFlowJobs; --name, --wait and --logs need one")
+    options: dict[str, Any] = {"name": args.name, "overrides": args.set, "namespace": args.namespace}
+    bodies = [client.job_body(job, **options) for job in jobs]  # every job checked before anything is created
+    # The ConfigMaps, Secrets and claims of the file go first, where the (first) job goes unless they say.
+    companions = [client.companion_body(companion, namespace=args.namespace,
+                                        default_namespace=bodies[0]["metadata"]["namespace"])
+                  for companion in manifest.companions]
+    if args.dry_run:
+        for body in [*companions, *bodies]:
+            console.print("---\n" + yaml.safe_dump(body, sort_keys=False).rstrip("\n"))
+        return EXIT_OK
+    for companion in companions:
+        _, outcome = client.apply_companion(companion)
+        what = f"{companion['kind'].lower()}/{companion['metadata']['name']}"
+        console.print(f"{what} kept (it exists; a claim's spec cannot change)" if outcome == "kept"
+                      else f"{what} {outcome}")
     created = []
     for job in jobs:
-        if args.dry_run:
-            body = apply_overrides(job, args.set)
-            if args.name:
-                body.setdefault("metadata", {})["name"] = args.name
-            body.setdefault("metadata", {}).setdefault("namespace", args.namespace or client.namespace)
-            console.print("---\n" + yaml.safe_dump(body, sort_keys=False).rstrip("\n"))
-            continue
-        stored = client.create(job, name=args.name, overrides=args.set, namespace=args.namespace)
+        stored = client.create(job, **options)
         created.append(stored)
         console.print(f"{RESOURCE}/{stored['metadata']['name']} created")
     if not created or not (args.wait or args.logs):
@@ -312,7 +322,8 @@ def build_parser() -> argparse.ArgumentParser:
         child.set_defaults(handler=handler)
         return child
 
-    submit = command("submit", cmd_submit, "create a TensorFlowJob from a file; optionally follow it to the end")
+    submit = command("submit", cmd_submit, "create a TensorFlowJob from a file (after the ConfigMaps, Secrets and "
+                     "PersistentVolumeClaims beside it); optionally follow it to the end")
     submit.add_argument("-f", "--filename", required=True, help="the job's YAML/JSON file (- for stdin)")
     submit.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
                         help="change a field, relative to spec (worker.replicas=8); repeatable")
@@ -321,7 +332,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="wait until it succeeds (exit 0), fails (1) or times out (2)")
     submit.add_argument("--logs", action="store_true", help="follow the logs of all its pods until it ends")
     submit.add_argument("--timeout", type=_duration, default=None, help="with --wait/--logs: give up after this long")
-    submit.add_argument("--dry-run", action="store_true", help="print the job that would be created, create nothing")
+    submit.add_argument("--dry-run", action="store_true",
+                        help="print what would be created (the objects beside the job too), create nothing")
     _log_flags(submit)
 
     get = command("get", cmd_get, "list TensorFlowJobs, or show some")

@@ -9,8 +9,10 @@
         print(f"[{line.prefix}] {line.text}")
     client.wait_for("mnist")                            # Succeeded, else JobFailed / WaitTimeout
 
-Everything goes through the project's API client (`kube.Kube`), on raw JSON dicts: what `get`
-returns is exactly what `kubectl get -o json` shows. Waiting and following use watches (the
+`create_from_file` and `create_from_yaml` create the ConfigMaps, Secrets and PersistentVolumeClaims
+of the file before its job (`apply_companion`), as `kubectl apply` would (InputError for another
+kind). Everything goes through the project's API client (`kube.Kube`), on raw JSON dicts: what
+`get` returns is exactly what `kubectl get -o json` shows. Waiting and following use watches (the
 operator's informers), never a polling loop. Errors: `JobNotFound` (also when a job is deleted
 while waited on), `JobFailed` (it ended without reaching what was waited for, or a failure
 condition matched), `WaitTimeout` (a `TimeoutError`); anything else the API refuses is a
@@ -19,6 +21,7 @@ condition matched), `WaitTimeout` (a `TimeoutError`); anything else the API refu
 
 from __future__ import annotations
 
+import copy
 import math
 import os
 import re
@@ -28,6 +31,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from api import conditions
+from api.documents import describe
 from api.names import GROUP, KIND, PLURAL, VERSION
 from kube import ApiError, Kube, resource_path
 from tfconfig import ROLES
@@ -35,7 +39,14 @@ from tfjobs.durations import parse_duration, parse_time
 from tfjobs.jobview import FINISHED_STATES, job_state, roles, state_detail
 from tfjobs.kubeconfig import default_namespace, kubeconfig_paths
 from tfjobs.logs import ErrorSink, LogFollower, LogLine, pod_selector, read_logs
-from tfjobs.manifests import apply_overrides, jobs_from_documents, jobs_from_yaml, load_jobs
+from tfjobs.manifests import (
+    Manifest,
+    apply_overrides,
+    companion_plural,
+    jobs_from_documents,
+    load_manifest,
+    manifest_from_yaml,
+)
 from tfjobs.progress import Progress, progress
 from tfjobs.selectors import Conditions
 from tfjobs.watching import JobWatch
@@ -118,6 +129,19 @@ class TfJobClient:
 
     # --- create ---------------------------------------------------------------------------------
 
+    def job_body(self, job: Mapping[str, Any], *, namespace: str | None = None, name: str | None = None,
+                 overrides: Iterable[str] | Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The TensorFlowJob exactly as `create` sends it (`submit --dry-run` prints it); nothing is sent."""
+        body = apply_overrides(jobs_from_documents([job], "job")[0], overrides or ())
+        metadata = body.setdefault("metadata", {})
+        if name:
+            metadata["name"] = name
+            metadata.pop("generateName", None)
+        if not metadata.get("name") and not metadata.get("generateName"):
+            raise ValueError("the job needs metadata.name (or metadata.generateName, or name=)")
+        metadata["namespace"] = namespace or metadata.get("namespace") or self.namespace
+        return body
+
     def create(self, job: Mapping[str, Any], *, namespace: str | None = None, name: str | None = None,
                overrides: Iterable[str] | Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Create a TensorFlowJob from a dict; return it as the server stored it.
@@ -126,24 +150,62 @@ class TfJobClient:
         paths relative to `spec`). `name` replaces the manifest's name (a manifest may also use
         `metadata.generateName`). The namespace is `namespace`, else the manifest's, else the client's.
         """
-        body = apply_overrides(jobs_from_documents([job], "job")[0], overrides or ())
+        body = self.job_body(job, namespace=namespace, name=name, overrides=overrides)
+        return self.kube.create(self.path(namespace=body["metadata"]["namespace"]), body)
+
+    def companion_body(self, document: Mapping[str, Any], *, namespace: str | None = None,
+                       default_namespace: str | None = None) -> dict[str, Any]:
+        """A companion (a ConfigMap, Secret or PersistentVolumeClaim that travels with a job) as
+        `apply_companion` sends it. Its namespace is `namespace`, else its manifest's, else
+        `default_namespace` (the one its job goes to), else the client's."""
+        body = copy.deepcopy(dict(document))
         metadata = body.setdefault("metadata", {})
-        if name:
-            metadata["name"] = name
-            metadata.pop("generateName", None)
-        if not metadata.get("name") and not metadata.get("generateName"):
-            raise ValueError("the job needs metadata.name (or metadata.generateName, or name=)")
-        target = namespace or metadata.get("namespace") or self.namespace
-        metadata["namespace"] = target
-        return self.kube.create(self.path(namespace=target), body)
+        companion_plural(body, describe(body, 1))
+        if not metadata.get("name"):
+            raise ValueError(f"a {body.get('kind')} beside a job needs metadata.name")
+        metadata["namespace"] = namespace or metadata.get("namespace") or default_namespace or self.namespace
+        return body
+
+    def apply_companion(self, document: Mapping[str, Any], *, namespace: str | None = None,
+                        default_namespace: str | None = None) -> tuple[dict[str, Any], str]:
+        """Create a ConfigMap, Secret or PersistentVolumeClaim that travels with a job (namespace as
+        `companion_body`), as `kubectl apply` would; return it as stored and what was done:
+        `created`; `replaced` when it existed (it is replaced by this version, so a resubmitted,
+        edited training program is the one the pods mount); `kept` for an existing
+        PersistentVolumeClaim, left as it is (its spec cannot change)."""
+        body = self.companion_body(document, namespace=namespace, default_namespace=default_namespace)
+        metadata = body["metadata"]
+        plural = companion_plural(body, describe(body, 1))
+        try:
+            return self.kube.create(resource_path("", "v1", plural, metadata["namespace"]), body), "created"
+        except ApiError as error:
+            if not error.already_exists:
+                raise
+        path = resource_path("", "v1", plural, metadata["namespace"], metadata["name"])
+        current = self.kube.get(path)
+        if body["kind"] == "PersistentVolumeClaim":
+            return current, "kept"
+        metadata["resourceVersion"] = current["metadata"]["resourceVersion"]
+        return self.kube.replace(path, body), "replaced"
 
     def create_from_yaml(self, text: str, **options: Any) -> dict[str, Any]:
-        """`create` from YAML (or JSON) text holding exactly one TensorFlowJob."""
-        return self.create(self._single(jobs_from_yaml(text), "the YAML"), **options)
+        """`create` from YAML (or JSON) text holding exactly one TensorFlowJob, after the
+        ConfigMaps, Secrets and PersistentVolumeClaims beside it (`apply_companion`)."""
+        return self._create_manifest(manifest_from_yaml(text), "the YAML", **options)
 
     def create_from_file(self, path: str, **options: Any) -> dict[str, Any]:
-        """`create` from a YAML/JSON file (`-`: standard input) holding exactly one TensorFlowJob."""
-        return self.create(self._single(load_jobs(str(path)), str(path)), **options)
+        """`create` from a YAML/JSON file (`-`: standard input) holding exactly one TensorFlowJob,
+        after the ConfigMaps, Secrets and PersistentVolumeClaims beside it (`apply_companion`)."""
+        return self._create_manifest(load_manifest(str(path)), str(path), **options)
+
+    def _create_manifest(self, manifest: Manifest, source: str, **options: Any) -> dict[str, Any]:
+        job = self._single(manifest.jobs, source)
+        target = self.job_body(job, **options)["metadata"]["namespace"]  # checked before anything is created
+        companions = [self.companion_body(companion, namespace=options.get("namespace"), default_namespace=target)
+                      for companion in manifest.companions]
+        for companion in companions:
+            self.apply_companion(companion)
+        return self.create(job, **options)
 
     @staticmethod
     def _single(jobs: list[dict[str, Any]], source: str) -> dict[str, Any]:

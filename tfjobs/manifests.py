@@ -1,7 +1,11 @@
-"""Job manifests for `submit` and `create`: read them, pick the TensorFlowJobs, apply `--set` overrides.
+"""Job manifests for `submit` and `create`: read them, pick the TensorFlowJobs and the objects that
+travel with them, apply `--set` overrides.
 
 Files are read with the operator's own reader (`api.documents`: one clear error for
 an unreadable or invalid file, `kind: List` unwrapped); YAML text and dicts are accepted as well.
+Beside its jobs a file may hold companions (`api.documents.is_companion`): the ConfigMaps, Secrets
+and PersistentVolumeClaims (core/v1) a job needs, which are created with it; any other kind is
+refused with a message that says to `kubectl apply` it.
 `--set worker.replicas=8` changes one field: the path is relative to `spec` unless it starts with
 `spec.` or `metadata.`, list items are addressed as `containers[0]`, and the value is read as a
 YAML scalar (`8` is a number, `true` a boolean, `null` removes the field).
@@ -12,41 +16,87 @@ from __future__ import annotations
 import copy
 import itertools
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
-from api.documents import InputError, describe, load_documents, parse_documents
+from api.documents import InputError, describe, is_companion, load_documents, parse_documents
 from api.names import API_VERSION, KIND
 
-__all__ = ["InputError", "apply_overrides", "jobs_from_documents", "jobs_from_yaml", "load_jobs", "parse_override",
-           "set_path"]
+__all__ = ["COMPANION_PLURALS", "InputError", "Manifest", "apply_overrides", "companion_plural", "jobs_from_documents",
+           "load_manifest", "manifest_from_documents", "manifest_from_yaml", "parse_override", "set_path"]
+
+COMPANION_PLURALS = {"ConfigMap": "configmaps", "Secret": "secrets", "PersistentVolumeClaim": "persistentvolumeclaims"}
+"""The kinds (all core/v1) created beside a job, with their resource names."""
+
+
+@dataclass
+class Manifest:
+    """What a file asks `submit` to create: its companions (in the file's order), then its jobs."""
+
+    jobs: list[dict[str, Any]] = field(default_factory=list)
+    companions: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _job(doc: Any, position: int, source: str) -> dict[str, Any]:
+    """A deep copy of a TensorFlowJob document; InputError naming it when it is something else."""
+    if not isinstance(doc, Mapping):
+        raise InputError(f"{source}: {describe(doc, position)} is not a mapping")
+    if doc.get("kind") != KIND or doc.get("apiVersion") != API_VERSION:
+        raise InputError(f"{source}: {describe(doc, position)} is a {doc.get('apiVersion')}/{doc.get('kind')}, "
+                         f"not a {API_VERSION}/{KIND}")
+    return copy.deepcopy(dict(doc))
+
+
+def companion_plural(doc: Mapping[str, Any], where: str) -> str:
+    """The resource name (`configmaps`, ...) of a companion created beside a job; InputError
+    saying what to do with a companion of another kind. `where` starts the message."""
+    plural = COMPANION_PLURALS.get(doc.get("kind", "")) if doc.get("apiVersion") == "v1" else None
+    if plural is None:
+        raise InputError(f"{where}: kubectl tfjob submit creates ConfigMaps, Secrets and PersistentVolumeClaims "
+                         f"beside its jobs; apply the {doc.get('kind')} with kubectl apply")
+    return plural
+
+
+def _companion(doc: dict[str, Any], position: int, source: str) -> dict[str, Any]:
+    """A deep copy of a companion of a supported kind."""
+    companion_plural(doc, f"{source}: {describe(doc, position)}")
+    return copy.deepcopy(doc)
+
+
+def manifest_from_documents(documents: Iterable[Any], source: str) -> Manifest:
+    """The TensorFlowJobs and companions among `documents` (deep copies); InputError when there is
+    no job, a job candidate is not a TensorFlowJob, or a companion is of a kind not created here.
+    Every document is checked before anything is created."""
+    manifest = Manifest()
+    for position, doc in enumerate(documents, 1):
+        if is_companion(doc):
+            manifest.companions.append(_companion(doc, position, source))
+        else:
+            manifest.jobs.append(_job(doc, position, source))
+    if not manifest.jobs:
+        raise InputError(f"{source}: no TensorFlowJob found")
+    return manifest
 
 
 def jobs_from_documents(documents: Iterable[Any], source: str) -> list[dict[str, Any]]:
-    """The TensorFlowJobs among `documents` (deep copies); InputError when there is none or a
-    document is something else."""
-    jobs = []
-    for position, doc in enumerate(documents, 1):
-        if not isinstance(doc, Mapping):
-            raise InputError(f"{source}: {describe(doc, position)} is not a mapping")
-        if doc.get("kind") != KIND or doc.get("apiVersion") != API_VERSION:
-            raise InputError(f"{source}: {describe(doc, position)} is a {doc.get('apiVersion')}/{doc.get('kind')}, "
-                             f"not a {API_VERSION}/{KIND}")
-        jobs.append(copy.deepcopy(dict(doc)))
+    """The TensorFlowJobs of `documents` (deep copies), which must all be TensorFlowJobs;
+    InputError when there is none or a document is something else."""
+    jobs = [_job(doc, position, source) for position, doc in enumerate(documents, 1)]
     if not jobs:
         raise InputError(f"{source}: no TensorFlowJob found")
     return jobs
 
 
-def load_jobs(path: str) -> list[dict[str, Any]]:
-    """The TensorFlowJobs of a YAML/JSON file (`-`: standard input)."""
-    return jobs_from_documents(load_documents(path), path)
+def load_manifest(path: str) -> Manifest:
+    """The TensorFlowJobs and companions of a YAML/JSON file (`-`: standard input)."""
+    return manifest_from_documents(load_documents(path), path)
 
 
-def jobs_from_yaml(text: str) -> list[dict[str, Any]]:
-    """The TensorFlowJobs of YAML (or JSON) text."""
-    return jobs_from_documents(parse_documents(text, "YAML"), "YAML")
+def manifest_from_yaml(text: str) -> Manifest:
+    """The TensorFlowJobs and companions of YAML (or JSON) text."""
+    return manifest_from_documents(parse_documents(text, "YAML"), "YAML")
 
 
 def _path_steps(path: str) -> list[str | int]:

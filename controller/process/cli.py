@@ -6,7 +6,9 @@ their output is exactly what the running controller would do with the same job -
 --profiles FILE --network-policy on`, also under the operator's start-up profiles and network
 policy default (docs/production.md). `render` and `validate` take Kubeflow TFJobs too (by their kind),
 and `convert` prints a TFJob as the equivalent TensorFlowJob with notes on what does not carry over
-(docs/kubeflow.md).
+(docs/kubeflow.md). The other objects of a file (a ConfigMap with the training program, ...:
+`api.documents.is_companion`) are noted on stderr and not checked; `convert` copies them unchanged, in
+the file's order, so its output can be applied (docs/operations.md).
 """
 
 from __future__ import annotations
@@ -15,13 +17,13 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
 from api import kubeflow
 from api.defaults import apply_defaults
-from api.documents import InputError, describe, load_documents
+from api.documents import InputError, describe, is_companion, load_documents
 from controller.job import netpol
 from controller.job.builders import build_pods, build_service
 from controller.job.kubeflow.convert import convert
@@ -32,9 +34,25 @@ from controller.job.validation import validate_job
 from controller.process.profiles import load_profiles
 
 
-def _check_file(filename: str) -> list[tuple[str, Any, list[Any]]] | None:
+class Checked(NamedTuple):
+    """One document of a file: its label in messages, the document, and its problems (none for a
+    companion, which is not checked)."""
+
+    label: str
+    doc: Any
+    problems: list[Any]
+    companion: bool
+
+
+# What `validate` and `render` say of a document that is not a job (api.documents.is_companion).
+NOT_CHECKED = "not a job, not checked (kubectl apply creates it as written)"
+
+
+def _check_file(filename: str, companion_note: str) -> list[Checked] | None:
     """Every document of a file with its label and problems; None (after one clear line) when the
-    file cannot be read as documents at all. Problems are printed as they are found."""
+    file cannot be read as documents at all or holds no job. Problems are printed as they are
+    found; a companion (a ConfigMap, Secret, ... beside the jobs) is not checked, and
+    `companion_note` is printed for it instead."""
     try:
         documents = load_documents(filename)
     except InputError as error:
@@ -42,10 +60,18 @@ def _check_file(filename: str) -> list[tuple[str, Any, list[Any]]] | None:
         return None
     checked = []
     for position, doc in enumerate(documents, start=1):
-        label, problems = describe(doc, position), _validate_document(doc)
+        label = describe(doc, position)
+        if is_companion(doc):
+            print(f"note: {label}: {companion_note}", file=sys.stderr)
+            checked.append(Checked(label, doc, [], companion=True))
+            continue
+        problems = _validate_document(doc)
         for problem in problems:
             print(f"error: {label}: {problem}", file=sys.stderr)
-        checked.append((label, doc, problems))
+        checked.append(Checked(label, doc, problems, companion=False))
+    if all(item.companion for item in checked):
+        print(f"error: {filename}: no job found (a TensorFlowJob, or a Kubeflow TFJob)", file=sys.stderr)
+        return None
     return checked
 
 
@@ -64,11 +90,14 @@ def _render(args: argparse.Namespace) -> int:
     except ProfileError as error:
         print(f"error: profiles: {error}", file=sys.stderr)
         return 1
-    checked = _check_file(args.filename)
-    if checked is None or any(problems for _, _, problems in checked):
+    checked = _check_file(args.filename, NOT_CHECKED)
+    if checked is None or any(item.problems for item in checked):
         return 1
     objects: list[dict[str, Any]] = []
-    for _, doc, _ in checked:
+    for item in checked:
+        if item.companion:
+            continue
+        doc = item.doc
         job = to_model(doc) if _is_tfjob(doc) else apply_defaults(doc)
         if not _is_tfjob(doc) and netpol.wanted(job, args.network_policy == "on"):
             objects.append(netpol.build_network_policy(job))
@@ -82,34 +111,39 @@ def _render(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    checked = _check_file(args.filename)
+    checked = _check_file(args.filename, NOT_CHECKED)
     if checked is None:
         return 1
-    for label, _, problems in checked:
-        if not problems:
-            print(f"{label}: valid")
-    return 1 if any(problems for _, _, problems in checked) else 0
+    for item in checked:
+        if not item.companion and not item.problems:
+            print(f"{item.label}: valid")
+    return 1 if any(item.problems for item in checked) else 0
 
 
 def _convert(args: argparse.Namespace) -> int:
-    """Print each TFJob of the file as the equivalent TensorFlowJob; the notes go to stderr."""
-    checked = _check_file(args.filename)
-    if checked is None or any(problems for _, _, problems in checked):
+    """Print each TFJob of the file as the equivalent TensorFlowJob, and every other object of the
+    file (a ConfigMap, ...) unchanged, in the file's order; the notes go to stderr."""
+    checked = _check_file(args.filename, "not a job, copied unchanged")
+    if checked is None or any(item.problems for item in checked):
         return 1
-    converted = []
-    for label, doc, _ in checked:
-        if not _is_tfjob(doc):
-            print(f"error: {label}: not a TFJob (kind {doc.get('kind')!r}); nothing to convert", file=sys.stderr)
+    output = []
+    for item in checked:
+        if item.companion:
+            output.append(item.doc)
+            continue
+        if not _is_tfjob(item.doc):
+            print(f"error: {item.label}: not a TFJob (kind {item.doc.get('kind')!r}); nothing to convert",
+                  file=sys.stderr)
             return 1
-        conversion = convert(doc)
+        conversion = convert(item.doc)
         for note in conversion.notes:
-            print(f"note: {label}: {note}", file=sys.stderr)
-        converted.append(conversion.job)
+            print(f"note: {item.label}: {note}", file=sys.stderr)
+        output.append(conversion.job)
     if args.output == "json":
-        print(json.dumps(converted[0] if len(converted) == 1 else {"apiVersion": "v1", "kind": "List",
-                                                                   "items": converted}, indent=2))
+        print(json.dumps(output[0] if len(output) == 1 else {"apiVersion": "v1", "kind": "List", "items": output},
+                         indent=2))
     else:
-        print(yaml.safe_dump_all(converted, sort_keys=False), end="")
+        print(yaml.safe_dump_all(output, sort_keys=False), end="")
     return 0
 
 

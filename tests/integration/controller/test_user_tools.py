@@ -208,6 +208,27 @@ def test_submit_set_changes_the_replicas(tfjobs: Any, plugin: Plugin, tmp_path: 
     tfjobs.wait_pods("resized", 3)
 
 
+def test_submit_of_an_example_creates_its_configmap_then_its_job(tfjobs: Any, api: Kube, plugin: Plugin) -> None:
+    example = ROOT / "manifests" / "examples" / "allreduce.yaml"
+    config_map = resource_path("", "v1", "configmaps", tfjobs.namespace, "mnist-allreduce-code")
+
+    done = plugin("submit", "-f", str(example))
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ("configmap/mnist-allreduce-code created\n"
+                           "tensorflowjob.kubeflow.org/mnist-allreduce created\n")
+    assert "train.py" in api.get(config_map)["data"]
+    assert tfjobs.get("mnist-allreduce")["spec"]["worker"]["replicas"] == 2
+
+    edited = example.read_text().replace('"""All-reduce training', '"""Edited all-reduce training', 1)
+    again = plugin("submit", "-f", "-", "--name", "mnist-allreduce-2", stdin=edited)
+
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == ("configmap/mnist-allreduce-code replaced\n"
+                            "tensorflowjob.kubeflow.org/mnist-allreduce-2 created\n")
+    assert "Edited all-reduce training" in api.get(config_map)["data"]["train.py"]
+
+
 def test_submit_with_logs_streams_the_run_and_exits_with_its_outcome(tfjobs: Any, plugin: Plugin,
                                                                      tmp_path: Path) -> None:
     spec = {"chief": tfjobs.role(1, exit_code=0, exit_after="2s",

@@ -6,17 +6,21 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 from typing import Any
 from unittest.mock import MagicMock
 
 import pytest
+import yaml
 from pytest_mock import MockerFixture
 
 from kube import ApiError
 from tests.support.jobs import make_job, pods_for
 from tfjobs import cli
-from tfjobs.client import JobFailed, JobNotFound, WaitTimeout
+from tfjobs.client import JobFailed, JobNotFound, TfJobClient, WaitTimeout
 from tfjobs.progress import progress
+
+EXAMPLE = Path(__file__).resolve().parents[3] / "manifests" / "examples" / "allreduce.yaml"
 
 
 class Run:
@@ -203,15 +207,113 @@ def test_submit_creates_with_the_overrides_and_the_name(run: Run, tmp_path: Any)
     assert run.client.create.call_args.kwargs["overrides"] == ["worker.replicas=8"]
 
 
-def test_submit_dry_run_prints_the_job_and_creates_nothing(run: Run, tmp_path: Any) -> None:
+class Submit:
+    """`kubectl tfjob submit` with a real client on a mocked API (`kube`): the exact calls it makes."""
+
+    def __init__(self, mocker: MockerFixture) -> None:
+        self.kube = MagicMock()
+        self.kube.create.side_effect = lambda path, body: body
+        self.kube.replace.side_effect = lambda path, body: body
+        mocker.patch.object(cli.TfJobClient, "connect", return_value=TfJobClient(self.kube, "default"))
+
+    def __call__(self, *argv: str) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        status = cli.main(["submit", *argv], cli.Console(out, err, tty=False))
+        return status, out.getvalue(), err.getvalue()
+
+    def calls(self) -> list[tuple[str, str]]:
+        verbs = {"create": "POST", "get": "GET", "replace": "PUT"}
+        return [(verbs[name], args[0]) for name, args, _ in self.kube.method_calls if name in verbs]
+
+
+@pytest.fixture
+def submit(mocker: MockerFixture) -> Submit:
+    return Submit(mocker)
+
+
+def test_submit_dry_run_prints_the_job_and_creates_nothing(submit: Submit, tmp_path: Any) -> None:
     path = tmp_path / "job.yaml"
     path.write_text("apiVersion: kubeflow.org/v1\nkind: TensorFlowJob\nmetadata: {name: mnist}\n"
                     "spec: {worker: {replicas: 1}}\n")
 
-    status, out, _ = run("submit", "-f", str(path), "--set", "worker.replicas=3", "--dry-run")
+    status, out, _ = submit("-f", str(path), "--set", "worker.replicas=3", "--dry-run")
 
     assert status == 0 and "replicas: 3" in out
-    run.client.create.assert_not_called()
+    assert submit.calls() == []
+
+
+def test_submit_creates_the_examples_configmap_then_its_job(submit: Submit) -> None:
+    status, out, err = submit("-f", str(EXAMPLE), "-n", "team-a")
+
+    assert (status, err) == (0, "")
+    assert out == "configmap/mnist-allreduce-code created\ntensorflowjob.kubeflow.org/mnist-allreduce created\n"
+    assert submit.calls() == [("POST", "/api/v1/namespaces/team-a/configmaps"),
+                              ("POST", "/apis/kubeflow.org/v1/namespaces/team-a/tensorflowjobs")]
+
+
+def test_submitting_again_replaces_the_configmap(submit: Submit) -> None:
+    submit.kube.create.side_effect = [ApiError(409, "AlreadyExists", "exists"), {"metadata": {"name": "mnist-2"}}]
+    submit.kube.get.return_value = {"metadata": {"name": "mnist-allreduce-code", "resourceVersion": "12"}}
+
+    status, out, _ = submit("-f", str(EXAMPLE), "--name", "mnist-2")
+
+    assert status == 0
+    assert out == "configmap/mnist-allreduce-code replaced\ntensorflowjob.kubeflow.org/mnist-2 created\n"
+    config_map = "/api/v1/namespaces/default/configmaps/mnist-allreduce-code"
+    assert submit.calls() == [("POST", "/api/v1/namespaces/default/configmaps"), ("GET", config_map),
+                              ("PUT", config_map), ("POST", "/apis/kubeflow.org/v1/namespaces/default/tensorflowjobs")]
+    replaced = submit.kube.replace.call_args.args[1]
+    assert replaced["metadata"]["resourceVersion"] == "12" and "train.py" in replaced["data"]
+
+
+def test_submit_keeps_a_claim_that_exists(submit: Submit, tmp_path: Any) -> None:
+    path = tmp_path / "job.yaml"
+    path.write_text("apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data}\nspec: {}\n---\n"
+                    "apiVersion: kubeflow.org/v1\nkind: TensorFlowJob\nmetadata: {name: mnist}\nspec: {}\n")
+    submit.kube.create.side_effect = [ApiError(409, "AlreadyExists", "exists"), {"metadata": {"name": "mnist"}}]
+    submit.kube.get.return_value = {"metadata": {"name": "data", "resourceVersion": "3"}}
+
+    status, out, _ = submit("-f", str(path))
+
+    assert status == 0
+    assert out == ("persistentvolumeclaim/data kept (it exists; a claim's spec cannot change)\n"
+                   "tensorflowjob.kubeflow.org/mnist created\n")
+    assert [verb for verb, _ in submit.calls()] == ["POST", "GET", "POST"]
+
+
+def test_submit_of_another_kind_beside_the_job_says_to_kubectl_apply_it(submit: Submit, tmp_path: Any) -> None:
+    path = tmp_path / "job.yaml"
+    path.write_text(EXAMPLE.read_text() + "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: board}\n")
+
+    status, out, err = submit("-f", str(path))
+
+    assert (status, out) == (1, "")
+    assert err == (f"error: {path}: Deployment board: kubectl tfjob submit creates ConfigMaps, Secrets and "
+                   "PersistentVolumeClaims beside its jobs; apply the Deployment with kubectl apply\n")
+    assert submit.calls() == []
+
+
+def test_submit_of_a_mistyped_job_beside_a_configmap_is_an_error(submit: Submit, tmp_path: Any) -> None:
+    path = tmp_path / "job.yaml"
+    path.write_text(EXAMPLE.read_text().replace("kind: TensorFlowJob", "kind: TensorflowJob"))
+
+    status, _, err = submit("-f", str(path))
+
+    assert status == 1 and "TensorflowJob mnist-allreduce is a kubeflow.org/v1/TensorflowJob, not a" in err
+    assert submit.calls() == []
+
+
+def test_submit_dry_run_prints_the_configmap_and_the_job(submit: Submit) -> None:
+    status, out, _ = submit("-f", str(EXAMPLE), "--dry-run", "--set", "worker.replicas=3", "-n", "team-a")
+
+    assert status == 0
+    config_map, job = yaml.safe_load_all(out)
+    [in_file, _] = yaml.safe_load_all(EXAMPLE.read_text())
+    in_file["metadata"]["namespace"] = "team-a"
+    assert config_map == in_file  # --set changes the job only
+    assert (job["kind"], job["metadata"]["namespace"], job["spec"]["worker"]["replicas"]) == (
+        "TensorFlowJob", "team-a", 3)
+    assert submit.calls() == []
 
 
 def test_an_unreadable_file_is_an_error_naming_it(run: Run) -> None:

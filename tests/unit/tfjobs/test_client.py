@@ -1,19 +1,23 @@
 """Unit tests of `tfjobs.client`: what `wait_for` decides from a job (pure), and the exact API calls
-of create, get, scale and delete (a mocked `kube.Kube`). Waiting, logs and the rest against the
-local cluster: tests/integration/controller/test_user_tools.py."""
+of create (with the ConfigMaps, Secrets and claims beside a job), get, scale and delete (a mocked
+`kube.Kube`). Waiting, logs and the rest against the local cluster:
+tests/integration/controller/test_user_tools.py."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from unittest.mock import MagicMock
 
 import pytest
+import yaml
 from pytest_mock import MockerFixture
 
 from kube import ApiError
 from tfjobs.client import STATES, JobNotFound, TfJobClient, _verdict, event_time
+from tfjobs.manifests import InputError
 from tfjobs.selectors import Conditions
 
 JOB: dict[str, Any] = {
@@ -168,3 +172,94 @@ def test_following_logs_with_a_timeout_stops_at_the_timeout(kube: MagicMock, moc
     mocker.patch("tfjobs.client.LogFollower", EndlessFollower)
     # Without the timeout the follower is never closed, and its own guard fails the test.
     assert list(TfJobClient(kube).logs("mnist", follow=True, timeout=0.05)) == []
+
+
+# --- the ConfigMaps, Secrets and claims beside a job ------------------------------------------------
+
+EXAMPLE = Path(__file__).resolve().parents[3] / "manifests" / "examples" / "allreduce.yaml"
+CONFIG_MAP: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "mnist-code"},
+                              "data": {"train.py": "print('hello')\n"}}
+CLAIM: dict[str, Any] = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
+                         "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}
+
+
+def already_exists(path: str, body: dict[str, Any]) -> dict[str, Any]:
+    if "/tensorflowjobs" not in path:
+        raise ApiError(409, "AlreadyExists", f'"{body["metadata"]["name"]}" already exists')
+    return body
+
+
+def calls(kube: MagicMock) -> list[tuple[str, str]]:
+    """The API calls made, as (verb, path), in order."""
+    verbs = {"create": "POST", "get": "GET", "replace": "PUT", "patch": "PATCH", "delete": "DELETE"}
+    return [(verbs[name], args[0]) for name, args, _ in kube.method_calls if name in verbs]
+
+
+def test_create_from_file_creates_the_examples_configmap_then_its_job(kube: MagicMock) -> None:
+    job = TfJobClient(kube, "team-a").create_from_file(str(EXAMPLE), overrides={"worker.replicas": 3})
+
+    assert calls(kube) == [("POST", "/api/v1/namespaces/team-a/configmaps"),
+                           ("POST", "/apis/kubeflow.org/v1/namespaces/team-a/tensorflowjobs")]
+    config_map = kube.create.call_args_list[0].args[1]
+    assert config_map["metadata"] == {"name": "mnist-allreduce-code", "namespace": "team-a"}
+    assert "train.py" in config_map["data"]
+    assert job["metadata"]["name"] == "mnist-allreduce" and job["spec"]["worker"]["replicas"] == 3
+
+
+def test_a_configmap_that_exists_is_replaced_by_the_files_version(kube: MagicMock) -> None:
+    kube.create.side_effect = already_exists
+    kube.get.return_value = {**CONFIG_MAP, "metadata": {"name": "mnist-code", "resourceVersion": "41"},
+                             "data": {"train.py": "old"}}
+    text = yaml.safe_dump_all([CONFIG_MAP, JOB])
+
+    TfJobClient(kube).create_from_yaml(text)
+
+    path = "/api/v1/namespaces/default/configmaps/mnist-code"
+    assert calls(kube) == [("POST", "/api/v1/namespaces/default/configmaps"), ("GET", path), ("PUT", path),
+                           ("POST", "/apis/kubeflow.org/v1/namespaces/default/tensorflowjobs")]
+    body = kube.replace.call_args.args[1]
+    assert body["metadata"]["resourceVersion"] == "41" and body["data"] == CONFIG_MAP["data"]
+
+
+def test_a_claim_that_exists_is_kept_as_it_is(kube: MagicMock) -> None:
+    kube.create.side_effect = already_exists
+    kube.get.return_value = {**CLAIM, "metadata": {"name": "data", "resourceVersion": "5"}}
+
+    stored, outcome = TfJobClient(kube).apply_companion(CLAIM)
+
+    assert (outcome, stored["metadata"]["resourceVersion"]) == ("kept", "5")
+    kube.replace.assert_not_called()
+
+
+def test_companions_go_where_the_job_goes_unless_they_say(kube: MagicMock) -> None:
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "token", "namespace": "vault"}}
+    text = yaml.safe_dump_all([CONFIG_MAP, secret, {**JOB, "metadata": {"name": "mnist", "namespace": "team-b"}}])
+
+    TfJobClient(kube, "team-a").create_from_yaml(text)
+    TfJobClient(kube, "team-a").create_from_yaml(text, namespace="team-c")
+
+    assert [path for _, path in calls(kube)] == [
+        "/api/v1/namespaces/team-b/configmaps", "/api/v1/namespaces/vault/secrets",
+        "/apis/kubeflow.org/v1/namespaces/team-b/tensorflowjobs",
+        "/api/v1/namespaces/team-c/configmaps", "/api/v1/namespaces/team-c/secrets",
+        "/apis/kubeflow.org/v1/namespaces/team-c/tensorflowjobs"]
+
+
+def test_another_kind_beside_the_job_is_refused_before_any_call(kube: MagicMock) -> None:
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "board"}}
+
+    with pytest.raises(InputError, match="apply the Deployment with kubectl apply"):
+        TfJobClient(kube).create_from_yaml(yaml.safe_dump_all([CONFIG_MAP, JOB, deployment]))
+    assert kube.method_calls == []
+
+
+def test_a_job_that_cannot_be_created_creates_no_companion_first(kube: MagicMock) -> None:
+    with pytest.raises(ValueError, match=r"metadata\.name"):
+        TfJobClient(kube).create_from_yaml(yaml.safe_dump_all([CONFIG_MAP, {**JOB, "metadata": {}}]))
+    assert kube.method_calls == []
+
+
+def test_create_from_yaml_still_needs_exactly_one_job_beside_its_companions(kube: MagicMock) -> None:
+    with pytest.raises(ValueError, match="holds 2 TensorFlowJobs"):
+        TfJobClient(kube).create_from_yaml(yaml.safe_dump_all([CONFIG_MAP, JOB, JOB]))
+    assert kube.method_calls == []

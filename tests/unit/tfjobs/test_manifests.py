@@ -1,4 +1,5 @@
-"""Unit tests of `tfjobs.manifests`: reading job files and `--set` overrides."""
+"""Unit tests of `tfjobs.manifests`: reading job files (their jobs, and the ConfigMaps, Secrets and
+claims beside them) and `--set` overrides."""
 
 from __future__ import annotations
 
@@ -6,13 +7,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
-from tfjobs.manifests import InputError, apply_overrides, jobs_from_yaml, load_jobs, parse_override
+from tfjobs.manifests import InputError, apply_overrides, load_manifest, manifest_from_yaml, parse_override
 
 JOB: dict[str, Any] = {
     "apiVersion": "kubeflow.org/v1", "kind": "TensorFlowJob", "metadata": {"name": "mnist"},
     "spec": {"worker": {"replicas": 2, "template": {"spec": {"containers": [{"name": "tensorflow", "image": "tf"}]}}}},
 }
+CONFIG_MAP: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "mnist-code"},
+                              "data": {"train.py": "print('hello')\n"}}
+EXAMPLES = sorted((Path(__file__).resolve().parents[3] / "manifests" / "examples").glob("*.yaml"))
 
 
 @pytest.mark.parametrize(("text", "steps", "value"), [
@@ -62,19 +67,58 @@ def test_a_file_may_hold_a_list_of_jobs(tmp_path: Path) -> None:
     path.write_text("kind: List\napiVersion: v1\nitems:\n- {apiVersion: kubeflow.org/v1, kind: TensorFlowJob, "
                     "metadata: {name: a}, spec: {}}\n")
 
-    assert [j["metadata"]["name"] for j in load_jobs(str(path))] == ["a"]
+    assert [j["metadata"]["name"] for j in load_manifest(str(path)).jobs] == ["a"]
 
 
 def test_a_document_that_is_not_a_tensorflowjob_is_named_in_the_error() -> None:
-    with pytest.raises(InputError, match=r"Deployment x is a apps/v1/Deployment, not a kubeflow\.org/v1/TensorFlowJob"):
-        jobs_from_yaml("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\n")
+    with pytest.raises(InputError, match=r"TFJob x is a kubeflow\.org/v1/TFJob, not a kubeflow\.org/v1/TensorFlowJob"):
+        manifest_from_yaml("apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata: {name: x}\n")
+
+
+def test_a_mistyped_job_kind_is_a_bad_job_not_a_companion() -> None:
+    text = yaml.safe_dump_all([CONFIG_MAP, {**JOB, "kind": "TensorflowJob"}])
+
+    with pytest.raises(InputError, match=r"TensorflowJob mnist is a kubeflow\.org/v1/TensorflowJob, not a"):
+        manifest_from_yaml(text)
+
+
+def test_the_configmap_secret_and_claim_beside_a_job_are_its_companions_in_file_order() -> None:
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "token"}, "stringData": {"t": "x"}}
+    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"}, "spec": {}}
+
+    manifest = manifest_from_yaml(yaml.safe_dump_all([CONFIG_MAP, JOB, secret, claim]))
+
+    assert manifest.jobs == [JOB]
+    assert [c["kind"] for c in manifest.companions] == ["ConfigMap", "Secret", "PersistentVolumeClaim"]
+
+
+def test_another_kind_beside_a_job_is_refused_saying_to_kubectl_apply_it() -> None:
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"}}
+
+    with pytest.raises(InputError, match=r"YAML: Deployment x: kubectl tfjob submit creates ConfigMaps, Secrets and "
+                                         r"PersistentVolumeClaims beside its jobs; apply the Deployment with kubectl "
+                                         r"apply"):
+        manifest_from_yaml(yaml.safe_dump_all([JOB, deployment]))
+
+
+def test_a_file_with_only_companions_has_no_job() -> None:
+    with pytest.raises(InputError, match="YAML: no TensorFlowJob found"):
+        manifest_from_yaml(yaml.safe_dump(CONFIG_MAP))
+
+
+def test_every_example_reads_as_its_configmap_then_its_job() -> None:
+    assert EXAMPLES
+    for example in EXAMPLES:
+        manifest = load_manifest(str(example))
+        assert [c["kind"] for c in manifest.companions] == ["ConfigMap"], example.name
+        assert len(manifest.jobs) == 1, example.name
 
 
 def test_yaml_without_a_document_is_refused() -> None:
     with pytest.raises(InputError, match="YAML: no documents found"):
-        jobs_from_yaml("---\n")
+        manifest_from_yaml("---\n")
 
 
 def test_yaml_without_a_job_is_refused() -> None:
     with pytest.raises(InputError, match="no TensorFlowJob"):
-        jobs_from_yaml("apiVersion: v1\nkind: List\nitems: []\n")
+        manifest_from_yaml("apiVersion: v1\nkind: List\nitems: []\n")
