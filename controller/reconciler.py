@@ -197,7 +197,7 @@ class Reconciler:
             now=self.clock.wall(), node_ready=self.caches.node_ready,
             pending_deletes=self.expectations.pending_deletions(key), cluster_domain=self.cluster_domain,
             gate=decision.gate if decision else None, network_policy=policy_view, profiles=self.profiles,
-            problems=kind.problems(stored),
+            validate=lambda model: self.memory.validated(key, *kind.validation(stored, model)),
         )
         if kind.is_tfjob and cond.find((planned.get("status") or {}).get("conditions") or [], cond.CREATED) is None:
             plan.events += [Event("Warning", "IgnoredField", note) for note in ignored_fields(stored)]

@@ -9,7 +9,7 @@ defaults applied), for a TFJob the translation of `controller.job.kubeflow`. Pur
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +19,9 @@ from api.names import GROUP, KIND, PLURAL, VERSION
 from controller.job.kubeflow.model import to_model
 from controller.job.kubeflow.status import to_model_status, to_tfjob_status
 from controller.job.kubeflow.validation import validate_tfjob
-from controller.job.validation import Problem
+from controller.job.validation import Problem, validate_job
+
+Check = Callable[[Any], list[Problem]]
 
 
 @dataclass(frozen=True)
@@ -52,10 +54,11 @@ class JobKind:
         return to_tfjob_status(status, (model.get("kubeflow") or {}).get("replicaTypes") or {},
                                model["metadata"]["name"], previous, now)
 
-    def problems(self, stored: Mapping[str, Any]) -> Sequence[Problem] | None:
-        """The problems of the stored document when it is not a TensorFlowJob (None: the planner
-        validates the model as one)."""
-        return validate_tfjob(stored) if self.is_tfjob else None
+    def validation(self, stored: Mapping[str, Any], model: Mapping[str, Any]) -> tuple[Mapping[str, Any], Check]:
+        """What to validate and how (pure; the caller may remember the answer): a TFJob's stored
+        document as a TFJob, so problems name its own fields; a TensorFlowJob's model (the job the
+        planner reads) as a TensorFlowJob."""
+        return (stored, validate_tfjob) if self.is_tfjob else (model, validate_job)
 
 
 TENSORFLOWJOB = JobKind(KIND, GROUP, VERSION, PLURAL, "")

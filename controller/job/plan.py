@@ -114,20 +114,23 @@ def plan_job(
     network_policy: netpol.PolicyView | None = None,
     profiles: Sequence[Profile] = (),
     problems: Sequence[Problem] | None = None,
+    validate: Callable[[Mapping[str, Any]], Sequence[Problem]] = validate_job,
 ) -> Plan:
     """Decide what to do for one (defaulted) job. `pending_deletes` holds UIDs of pods this
     controller already deleted whose deletion the cache has not shown yet: they are treated as
     terminating so a stale cache never counts one failure twice. `gate` (reason, message) holds the
     job suspended for an outside reason (a queue that has not admitted it) as `spec.suspend` would.
     `network_policy` is the job's NetworkPolicy as the cache shows it (None: policies are not
-    managed); `profiles` are the operator's start-up profiles for the pods it creates. `problems` are
-    those of the document the job model was translated from (a TFJob, validated as one); None: the
-    job is a TensorFlowJob and is validated here. A model that says `kind: TFJob` names that kind in
+    managed); `profiles` are the operator's start-up profiles for the pods it creates. `problems`, when
+    given, are the job's problems; else `validate(job)` is asked, and only while the job is active
+    (the reconciler passes a check it remembers per job and that validates a TFJob as one; the
+    default validates the model as a TensorFlowJob). A model that says `kind: TFJob` names that kind in
     its messages; `backoffLimit: None` means no limit (Kubeflow's default for TFJobs)."""
     planner = _Planner(job, pods, service, now, node_ready, pending_deletes, cluster_domain, gate)
     planner.network_policy = network_policy
     planner.profiles = profiles
     planner.source_problems = problems
+    planner.validate = validate
     return planner.plan()
 
 
@@ -164,6 +167,7 @@ class _Planner:
         self.network_policy: netpol.PolicyView | None = None
         self.profiles: Sequence[Profile] = ()
         self.source_problems: Sequence[Problem] | None = None
+        self.validate: Callable[[Mapping[str, Any]], Sequence[Problem]] = validate_job
         self.kind = str(job.get("kind") or "TensorFlowJob")
         self._serialized_cluster: SerializedCluster | None = None
 
@@ -189,7 +193,7 @@ class _Planner:
         return self._finish_status()
 
     def _active(self) -> None:
-        problems = validate_job(self.job) if self.source_problems is None else self.source_problems
+        problems = self.validate(self.job) if self.source_problems is None else self.source_problems
         if problems:
             self._fail("InvalidSpec", "; ".join(str(p) for p in problems))
             return

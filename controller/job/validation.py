@@ -8,22 +8,23 @@ Three layers, all reporting `Problem(path, message)` with a dotted field path:
    the defaulted job (ports, success policy against the roles present).
 Every message says what is wrong and what is allowed, so `tfjob-operator validate` and the job's
 `Failed` condition can show it as is.
+
+Only pure functions of the document live here, so `tfjob-operator validate` and the tests need no
+state. The running controller asks again and again about the same unchanged job; its answer is
+remembered per job by `controller.memory.JobMemory.validated` and dropped with the job's `forget`,
+like everything else the controller remembers about a job.
 """
 
 from __future__ import annotations
 
 import copy
 import functools
-import hashlib
 import ipaddress
-import json
 import re
-import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import cachetools
 import jsonschema
 
 from api.crd import job_schema
@@ -44,70 +45,21 @@ class Problem:
         return f"{self.path}: {self.message}" if self.path else self.message
 
 
-# Validation is a pure function of the document, and the controller validates the same unchanged
-# job on every pod event of a burst and on every resync pass: remembered, it costs ~5 % of a schema
-# check. A job from the API server is remembered under its uid, one entry per job holding the digest
-# of the document last checked, so the memo holds every live job however many there are (keyed by
-# digest alone, as documents without a uid still are, a resync pass over more jobs than the memo
-# holds would miss every time). resourceVersion and managedFields are left out of the digest: they
-# are not validated.
-_MEMO_SIZE = 65536
-_MemoKey = tuple[Callable[[Any], list[Problem]], str | bytes]
-_REMEMBERED: cachetools.LRUCache[_MemoKey, tuple[bytes, tuple[Problem, ...]]] = cachetools.LRUCache(
-    maxsize=_MEMO_SIZE)
-_REMEMBERED_LOCK = threading.Lock()
-_NOT_VALIDATED = ("resourceVersion", "managedFields")
-
-
 def validate_job(job: Any) -> list[Problem]:
     """Every problem found in one job document; empty when it is valid.
 
     The status is not the user's input (the API server ignores it on create and update; only the
-    operator writes it through the status subresource), so it is neither validated nor part of the
-    memo's key: a job whose status changed is not validated again."""
-    return remembered(job, _validate)
+    operator writes it through the status subresource), so it is not validated. Pure: the
+    controller remembers the answer per job (`controller.memory.JobMemory.validated`), because it
+    validates the same unchanged job on every pod event of a burst and every resync pass."""
+    return _validate(without_status(job))
 
 
-def remembered(document: Any, check: Callable[[Any], list[Problem]]) -> list[Problem]:
-    """`check(document)` without its status, answered from memory for a document already checked:
-    an informer delivers the same job again and again (resyncs, status writes), and validating
-    the whole pod template schema each time would cost more than the reconcile itself."""
+def without_status(document: Any) -> Any:
+    """The document as its author wrote it: the status is the operator's, and never validated."""
     if isinstance(document, Mapping) and "status" in document:
-        document = {k: v for k, v in document.items() if k != "status"}
-    digest = document_digest(document)
-    if digest is None:
-        return check(document)
-    key = (check, _memo_key(document, digest))
-    with _REMEMBERED_LOCK:
-        known = _REMEMBERED.get(key)
-    if known is not None and known[0] == digest:
-        return list(known[1])
-    problems = check(document)
-    with _REMEMBERED_LOCK:
-        _REMEMBERED[key] = (digest, tuple(problems))
-    return problems
-
-
-def _memo_key(document: Mapping[str, Any], digest: bytes) -> str | bytes:
-    """The job's uid when it has one (a stored job: one entry per job), else the digest itself."""
-    metadata = document.get("metadata")
-    uid = metadata.get("uid") if isinstance(metadata, Mapping) else None
-    return uid if isinstance(uid, str) and uid else digest
-
-
-def document_digest(job: Any) -> bytes | None:
-    """A digest of a job document for memoising its validation (None when it is not JSON); the
-    resourceVersion and managedFields are left out: they are not validated."""
-    if not isinstance(job, Mapping):
-        return None
-    metadata = job.get("metadata")
-    if isinstance(metadata, Mapping) and any(k in metadata for k in _NOT_VALIDATED):
-        job = {**job, "metadata": {k: v for k, v in metadata.items() if k not in _NOT_VALIDATED}}
-    try:
-        text = json.dumps(job, sort_keys=True, separators=(",", ":"))
-    except (TypeError, ValueError):  # not JSON (e.g. a YAML date in `validate`'s input): no memo
-        return None
-    return hashlib.blake2b(text.encode(), digest_size=16).digest()
+        return {k: v for k, v in document.items() if k != "status"}
+    return document
 
 
 def _validate(job: Any) -> list[Problem]:

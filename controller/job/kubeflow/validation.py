@@ -4,7 +4,8 @@ Kubeflow's validating webhook checked -- plus what only the defaulted job can te
 Problems name the TFJob's own fields (`spec.tfReplicaSpecs.Worker...`), in the words the CRD's rules
 use, so `tfjob-operator validate`, `convert` and a TFJob's `Failed` condition read the same. The
 schema is the CRD's (`api.crd`); the rules it states in CEL are restated here.
-Memoised by a digest of the document, as the TensorFlowJob's validation is.
+Pure, like the TensorFlowJob's validation: the controller remembers the answer per job
+(`controller.memory.JobMemory.validated`).
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ from controller.job.validation import (
     Problem,
     name_problems,
     pod_name_problems,
-    remembered,
     schema_problems,
     strict_validator,
+    without_status,
 )
 from tfconfig import TF_CONTAINER, role_port, role_replicas
 
@@ -40,7 +41,7 @@ def _validator() -> jsonschema.protocols.Validator:
 
 def validate_tfjob(tfjob: Any) -> list[Problem]:
     """Every problem of one TFJob document (its status is not validated); empty when it is valid."""
-    return remembered(tfjob, _validate)
+    return _validate(without_status(tfjob))
 
 
 def _validate(tfjob: Any) -> list[Problem]:

@@ -1,10 +1,16 @@
-"""Job memory: one owner of what the controller remembers per job, forgotten by one call."""
+"""Job memory: one owner of what the controller remembers per job (expectations, the written status,
+the deferred status, the validation memo), forgotten by one call."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from pytest_mock import MockerFixture
+
+from controller.job import validation
+from controller.job.validation import Problem, validate_job
 from controller.memory import JobMemory
+from tests.support.jobs import role, tfjob
 
 
 def job(resource_version: str) -> dict[str, Any]:
@@ -73,3 +79,98 @@ def test_the_written_job_is_kept_without_its_managed_fields() -> None:
     answer["metadata"]["managedFields"] = [{"manager": "tfjob-operator", "fieldsV1": {"f:status": {}}}]
     memory.remember_written("ns/j", "10", answer)
     assert "managedFields" not in memory.freshest("ns/j", job("10"))["metadata"]
+
+
+# ---- the validation memo --------------------------------------------------------------------------
+
+def a_valid_job(name: str) -> dict[str, Any]:
+    return tfjob(name, {"chief": role(1), "worker": role(2)}, namespace="ns", uid=f"uid-{name}")
+
+
+def test_a_status_change_neither_revalidates_the_job_nor_makes_it_invalid(mocker: MockerFixture) -> None:
+    check = mocker.spy(validation, "_check_schema")
+    memory, job = JobMemory(), a_valid_job("j")
+    assert memory.validated("ns/j", {**job, "status": {"conditions": [{"type": "Created", "status": "True"}]}},
+                            validate_job) == []
+    assert memory.validated("ns/j", {**job, "status": {"state": "Running", "unexpected": ["anything"]}},
+                            validate_job) == []
+    assert check.call_count == 1
+
+
+def test_an_unchanged_job_is_schema_checked_once_however_often_it_is_validated(mocker: MockerFixture) -> None:
+    check = mocker.spy(validation, "_check_schema")
+    memory, job = JobMemory(), a_valid_job("j")
+    job["metadata"]["resourceVersion"] = "1"
+    first = memory.validated("ns/j", job, validate_job)
+    job["metadata"]["resourceVersion"] = "2"  # not validated: still the same document
+    assert memory.validated("ns/j", job, validate_job) == first
+    assert check.call_count == 1
+    job["spec"]["worker"]["replicas"] = -1
+    assert memory.validated("ns/j", job, validate_job) != first
+    assert check.call_count == 2
+
+
+def test_every_live_job_is_checked_once_however_many_there_are() -> None:
+    checked: list[str] = []
+
+    def check(document: Any) -> list[Problem]:
+        checked.append(document["metadata"]["uid"])
+        return []
+
+    memory = JobMemory()
+    jobs = [{"metadata": {"name": f"job-{i}", "uid": f"uid-{i}"}, "spec": {"n": i}} for i in range(6000)]
+    for _ in range(3):  # three resync passes over every job, in the same order each time
+        for job in jobs:
+            assert memory.validated(f"ns/{job['metadata']['name']}", job, check) == []
+    assert len(checked) == len(jobs)
+
+
+def test_a_changed_job_is_checked_again_and_only_its_latest_document_is_remembered() -> None:
+    checked: list[int] = []
+
+    def check(document: Any) -> list[Problem]:
+        checked.append(document["spec"]["replicas"])
+        return [Problem("spec.replicas", "odd")] if document["spec"]["replicas"] % 2 else []
+
+    memory = JobMemory()
+    job = {"metadata": {"name": "j", "uid": "uid-changing"}, "spec": {"replicas": 1}}
+    assert memory.validated("ns/j", job, check) == [Problem("spec.replicas", "odd")]
+    changed = {**job, "spec": {"replicas": 2}}
+    assert memory.validated("ns/j", changed, check) == []
+    assert memory.validated("ns/j", job, check) == [Problem("spec.replicas", "odd")]
+    assert checked == [1, 2, 1]
+
+
+def test_one_document_checked_two_ways_gets_each_checks_own_answer() -> None:
+    memory = JobMemory()
+    job = {"metadata": {"name": "j", "uid": "uid-two-checks"}, "spec": {}}
+    assert memory.validated("ns/j", job, lambda _doc: [Problem("", "first")]) == [Problem("", "first")]
+    assert memory.validated("ns/j", job, lambda _doc: []) == []
+
+
+def test_a_job_deleted_and_created_again_under_its_name_is_checked_afresh() -> None:
+    checked: list[str] = []
+
+    def check(document: Any) -> list[Problem]:
+        checked.append(document["metadata"]["uid"])
+        return []
+
+    memory = JobMemory()
+    memory.validated("ns/j", {"metadata": {"name": "j", "uid": "uid-1"}, "spec": {}}, check)
+    memory.validated("ns/j", {"metadata": {"name": "j", "uid": "uid-2"}, "spec": {}}, check)
+    assert checked == ["uid-1", "uid-2"]
+
+
+def test_forget_drops_the_validation_memo_too() -> None:
+    checked: list[str] = []
+
+    def check(document: Any) -> list[Problem]:
+        checked.append(document["metadata"]["name"])
+        return []
+
+    memory = JobMemory()
+    job = {"metadata": {"name": "j", "uid": "uid-1"}, "spec": {}}
+    memory.validated("ns/j", job, check)
+    memory.forget("ns/j")
+    memory.validated("ns/j", job, check)
+    assert checked == ["j", "j"]
