@@ -24,6 +24,7 @@ real-node-deps:
 
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 unit: install
 	$(BIN)/pytest tests/unit

@@ -13,7 +13,7 @@ planner that writes them share these definitions rather than copies.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 CREATED = "Created"
@@ -29,13 +29,13 @@ PENDING = "Pending"  # some pod cannot be scheduled or started (controller/job/p
 STATE_PRECEDENCE = (FAILED, SUCCEEDED, SUSPENDED, RESTARTING, RUNNING, PENDING, CREATED)
 
 
-def find(conditions: list[Mapping[str, Any]], kind: str) -> Mapping[str, Any] | None:
+def find(conditions: Sequence[Mapping[str, Any]], kind: str) -> Mapping[str, Any] | None:
     return next((c for c in conditions if c.get("type") == kind), None)
 
 
-def is_true(conditions: list[Mapping[str, Any]], kind: str) -> bool:
+def is_true(conditions: Sequence[Mapping[str, Any]], kind: str) -> bool:
     condition = find(conditions, kind)
-    return bool(condition) and condition.get("status") == "True"
+    return condition is not None and condition.get("status") == "True"
 
 
 def set_condition(
@@ -71,7 +71,7 @@ def set_false_if_present(conditions: list[dict[str, Any]], kind: str, reason: st
     return set_condition(conditions, kind, False, reason, message, now)
 
 
-def state(conditions: list[Mapping[str, Any]]) -> str:
+def state(conditions: Sequence[Mapping[str, Any]]) -> str:
     for kind in STATE_PRECEDENCE:
         if is_true(conditions, kind):
             return kind

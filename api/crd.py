@@ -36,14 +36,16 @@ def load_crd(path: pathlib.Path, environment: str) -> dict[str, Any]:
     try:
         # libyaml when present: a CRD with the pod template is 170 kB, and the pure-Python parser
         # takes ~0.2-1 s.
-        return yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        crd: dict[str, Any] = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        return crd
     except OSError as error:
         raise RuntimeError(f"cannot read the CRD at {path} (set {environment}): {error}") from error
 
 
 def served_schema(crd: dict[str, Any]) -> dict[str, Any]:
     """The `openAPIV3Schema` of a CRD's served version."""
-    return crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    schema: dict[str, Any] = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    return schema
 
 
 # ---- TensorFlowJob -----------------------------------------------------------------------------

@@ -29,7 +29,9 @@ TFJOB_RESTART_POLICY = "Never"
 
 
 def apply_defaults(job: Mapping[str, Any], schema: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    return _default(copy.deepcopy(dict(job)), schema if schema is not None else job_schema())
+    defaulted = copy.deepcopy(dict(job))
+    _default(defaulted, schema if schema is not None else job_schema())  # fills a dict in place
+    return defaulted
 
 
 def _default(value: Any, schema: Mapping[str, Any]) -> Any:

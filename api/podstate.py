@@ -79,11 +79,13 @@ def slot(pod: Mapping[str, Any]) -> tuple[str, int] | None:
 
 
 def uid(pod: Mapping[str, Any]) -> str:
-    return (pod.get("metadata") or {}).get("uid", "")
+    value: str = (pod.get("metadata") or {}).get("uid", "")
+    return value
 
 
 def name(pod: Mapping[str, Any]) -> str:
-    return (pod.get("metadata") or {}).get("name", "")
+    value: str = (pod.get("metadata") or {}).get("name", "")
+    return value
 
 
 def phase(pod: Mapping[str, Any]) -> str:

@@ -333,7 +333,7 @@ def build_crd(component: Component) -> dict[str, Any]:
         },
         "x-kubernetes-validations": name_rules,
     }
-    columns = [
+    columns: list[dict[str, Any]] = [
         {"name": "State", "type": "string", "jsonPath": ".status.state"},
         {"name": "Workers", "type": "integer", "jsonPath": ".status.replicaStatuses.worker.active",
          "description": "Active worker pods"},

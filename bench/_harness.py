@@ -379,13 +379,13 @@ def fresh_cluster(pool_size: int = 96, shape: Mapping[str, Any] | None = None) -
                                  "tensorflowjobs.kubeflow.org")
 
         def established() -> bool:
-            conditions = ((kube.get(crd_path).get("status") or {}).get("conditions")) or []  # type: ignore[union-attr]
+            conditions = ((kube.get(crd_path).get("status") or {}).get("conditions")) or []
             return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
 
         if not wait_until(established, 60):
             raise RuntimeError("the TensorFlowJob CRD did not become Established")
         # Discovery of the new group can lag behind Established; a create answers 404 until then.
-        if not wait_until(lambda: kube.list(resource_path("kubeflow.org", "v1", "tensorflowjobs")), 60):  # type: ignore[union-attr]
+        if not wait_until(lambda: kube.list(resource_path("kubeflow.org", "v1", "tensorflowjobs")), 60):
             raise RuntimeError("tensorflowjobs are not served")
         bench = BenchCluster(cluster, kube)
         try:

@@ -166,10 +166,10 @@ class Sampler:
         """CPU seconds per thread group, from the kernel's per-thread accounting (read every second;
         a thread's last second before it ended is lost)."""
         self._read_thread_cpu()
-        cpu: collections.Counter[str] = collections.Counter()
+        cpu: collections.defaultdict[str, float] = collections.defaultdict(float)
         for tid, seconds in self._cpu.items():
             cpu[_group(self._native.get(tid, "?"))] += seconds
-        return {k: round(v, 2) for k, v in cpu.most_common()}
+        return {k: round(v, 2) for k, v in sorted(cpu.items(), key=lambda item: item[1], reverse=True)}
 
     def dump(self, out: str) -> None:
         self._stop.set()

@@ -35,4 +35,5 @@ def _load_models() -> None:
     if models is not None and hasattr(models, "V1Pod"):
         return
     sys.modules.pop("kubernetes.client.models", None)
-    sys.modules["kubernetes.client"].models = importlib.import_module("kubernetes.client.models")
+    client: Any = sys.modules["kubernetes.client"]
+    client.models = importlib.import_module("kubernetes.client.models")

@@ -60,6 +60,7 @@ scenario ends by itself (marked incomplete in the JSON).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import random
@@ -844,7 +845,7 @@ def run(cfg: Config) -> tuple[dict[str, Any], list[str]]:
         ceiling = attempt("b0", lambda: b0_ceiling(cfg))
     if {"b1", "b6"} & set(cfg.scenarios):
         sizes = cfg.burst_sizes if "b6" in cfg.scenarios else cfg.burst_sizes[:1] + cfg.burst_sizes[1:][-1:]
-        bursts = [b for n in sizes if (b := attempt(f"b1_{n}", lambda n=n: burst(cfg, n, ceiling))) is not None]
+        bursts = [b for n in sizes if (b := attempt(f"b1_{n}", functools.partial(burst, cfg, n, ceiling))) is not None]
         results["bursts"] = bursts
         if "b6" in cfg.scenarios and len(bursts) >= 2:
             attempt("b6", lambda: b6_scaling(bursts))

@@ -26,6 +26,7 @@ once every reflector has delivered its first list, `wait_for_sync(timeout)` wait
 
 from __future__ import annotations
 
+import builtins
 import random
 import threading
 import time
@@ -183,7 +184,7 @@ class SharedInformer:
     def list(self) -> list[KubeObject]:
         return self.store.list()
 
-    def by_index(self, index_name: str, value: str) -> list[KubeObject]:
+    def by_index(self, index_name: str, value: str) -> builtins.list[KubeObject]:
         return self.store.by_index(index_name, value)
 
     # --- resync ---------------------------------------------------------------------------------
@@ -216,7 +217,7 @@ class SharedInformer:
         """What the store keeps of a listed object (the reflector applies it page by page)."""
         return self.store.prepare(obj)
 
-    def on_replace(self, items: list[KubeObject], *, namespace: str | None, resource_version: str) -> None:
+    def on_replace(self, items: builtins.list[KubeObject], *, namespace: str | None, resource_version: str) -> None:
         with self._dispatch:
             result = self.store.replace(items, namespace=namespace, prepared=True)
             for handler in self._handlers:

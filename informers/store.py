@@ -25,6 +25,7 @@ size, and never needed by a controller).
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 import sys
@@ -296,21 +297,21 @@ class Store:
         with self._lock:
             return list(self._items.values())
 
-    def list_keys(self) -> list[str]:
+    def list_keys(self) -> builtins.list[str]:
         with self._lock:
             return list(self._items)
 
-    def by_index(self, index_name: str, value: str) -> list[KubeObject]:
+    def by_index(self, index_name: str, value: str) -> builtins.list[KubeObject]:
         """Objects whose index function returned `value` (read-only)."""
         with self._lock:
             keys = self._index(index_name).get(value, ())
             return [self._items[k] for k in sorted(keys)]
 
-    def index_keys(self, index_name: str, value: str) -> list[str]:
+    def index_keys(self, index_name: str, value: str) -> builtins.list[str]:
         with self._lock:
             return sorted(self._index(index_name).get(value, ()))
 
-    def index_values(self, index_name: str) -> list[str]:
+    def index_values(self, index_name: str) -> builtins.list[str]:
         with self._lock:
             return sorted(self._index(index_name))
 

@@ -12,6 +12,7 @@ previous one ended. Tests therefore synchronise on `exhausted`, never on time.
 
 from __future__ import annotations
 
+import builtins
 import threading
 import time
 from collections import deque
@@ -161,7 +162,7 @@ class FakeListerWatcher:
         with self._lock:
             return sum(1 for c in self.calls if c[0] == kind)
 
-    def watch_versions(self) -> list[str]:
+    def watch_versions(self) -> builtins.list[str]:
         with self._lock:
             return [c[1] for c in self.calls if c[0] == "watch"]
 

@@ -53,7 +53,7 @@ from kube.errors import FENCED_REASON, ApiError, ConfigError
 from kube.paths import ParsedPath, parse_path, query_pairs, request_verb, resource_path
 from kube.throttle import TokenBucket
 from kube.transport import ConnectionPool, tls_context
-from kube.watch import TextStream, WatchStream
+from kube.watch import LineStream, TextStream, WatchStream
 
 
 def _import_client_core() -> tuple[Any, Any]:
@@ -150,12 +150,12 @@ def _imported_on_first_use(modules: Mapping[str, tuple[str, ...]]) -> Any:
         yield
     finally:
         for name in reversed(placed):  # nothing left behind: neither the module nor its parent's attribute
-            placeholder = sys.modules.get(name)
-            if not isinstance(placeholder, _ImportedOnUse):
+            left = sys.modules.get(name)
+            if not isinstance(left, _ImportedOnUse):
                 continue
             del sys.modules[name]
             parent, _, child = name.rpartition(".")
-            if parent and getattr(sys.modules.get(parent), child, None) is placeholder:
+            if parent and getattr(sys.modules.get(parent), child, None) is left:
                 delattr(sys.modules[parent], child)
 
 
@@ -232,7 +232,7 @@ class Kube:
         self._clock = clock
         self._discovery: dict[tuple[str, str], tuple[float, dict[str, Any] | None]] = {}
         self._discovery_lock = threading.Lock()
-        self._watches: weakref.WeakSet[WatchStream] = weakref.WeakSet()
+        self._watches: weakref.WeakSet[LineStream[Any]] = weakref.WeakSet()
         self._watches_lock = threading.Lock()
 
     @property

@@ -75,7 +75,7 @@ class BackoffWait(tenacity.wait.wait_base):
 
     def __call__(self, retry_state: tenacity.RetryCallState) -> float:
         exponent = max(0, retry_state.attempt_number - 1)
-        backoff = min(self.maximum, self.multiplier * 2**exponent + self.jitter * self.rand())
+        backoff: float = min(self.maximum, self.multiplier * 2**exponent + self.jitter * self.rand())
         outcome = retry_state.outcome
         retry_after = _retry_after(outcome.exception() if outcome is not None and outcome.failed else None)
         return max(backoff, retry_after or 0.0)
@@ -123,11 +123,15 @@ def retrying(
     stop: tenacity.stop.stop_base = tenacity.stop_after_attempt(attempts) | _StopOnLongRetryAfter(max_retry_after)
     if deadline is not None:
         stop = stop | tenacity.stop_after_delay(deadline)
+
+    def sleep(seconds: float) -> None:
+        clock.sleep(seconds)
+
     return tenacity.Retrying(
         retry=tenacity.retry_if_exception(predicate),
         stop=stop,
         wait=BackoffWait(multiplier=multiplier, maximum=maximum, jitter=jitter, rand=rand),
-        sleep=clock.sleep,
+        sleep=sleep,
         reraise=True,
         before_sleep=_log_before_sleep,
     )

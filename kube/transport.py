@@ -53,7 +53,7 @@ class ConnectFailed(OSError):
 class Response:
     status: int
     reason: str
-    headers: Mapping[str, str]  # case-insensitive (`http.client.HTTPMessage`)
+    headers: Mapping[str, str] | http.client.HTTPMessage  # the latter case-insensitive
     body: bytes
 
 
@@ -84,12 +84,13 @@ class _HTTPSConnection(http.client.HTTPSConnection):
     def __init__(self, host: str, port: int | None, *, timeout: float, context: ssl.SSLContext,
                  server_name: str | None) -> None:
         super().__init__(host, port, timeout=timeout, context=context)
+        self._tls = context
         self._server_name = server_name or host
 
     def connect(self) -> None:
         try:
             http.client.HTTPConnection.connect(self)
-            self.sock = self._context.wrap_socket(self.sock, server_hostname=self._server_name)
+            self.sock = self._tls.wrap_socket(self.sock, server_hostname=self._server_name)
         except OSError as error:  # ssl.SSLError is an OSError too
             if self.sock is not None:
                 self.sock.close()

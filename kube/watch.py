@@ -165,10 +165,11 @@ class TextStream(LineStream[str]):
 def _response_socket(response: Any) -> socket.socket | None:
     """The socket under a urllib3 response, found through the connection or the file object."""
     with contextlib.suppress(Exception):
-        sock = response.connection.sock
+        sock: socket.socket | None = response.connection.sock
         if sock is not None:
             return sock
     with contextlib.suppress(Exception):
-        return response._fp.fp.raw._sock
+        raw: socket.socket = response._fp.fp.raw._sock
+        return raw
     return None
 

@@ -45,7 +45,8 @@ def _keras_callback_base() -> type:
         keras = importlib.import_module("tensorflow").keras
     except ImportError:
         keras = importlib.import_module("keras")
-    return keras.callbacks.Callback
+    base: type = keras.callbacks.Callback
+    return base
 
 
 @functools.cache

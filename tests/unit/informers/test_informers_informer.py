@@ -255,7 +255,7 @@ def test_namespaces_share_one_store_and_a_relist_replaces_only_its_namespace(tim
         namespace="x",
     )
     y = FakeListerWatcher(lists=[page([pod("b", "2", namespace="y")], "10")], namespace="y")
-    informer, recorder = make([x, y], time, started)  # type: ignore[list-item]
+    informer, recorder = make([x, y], time, started)
     run_script(informer, x, y)
     assert informer.store.list_keys() == ["y/b"]
     assert ("delete", "a", "1", None) in recorder.calls

@@ -246,7 +246,7 @@ def test_a_long_quiet_watch_ending_normally_rewatches_without_back_off() -> None
     time = FakeClock(start=1000.0)
 
     class QuietWatch(FakeWatch):
-        def __iter__(self):  # type: ignore[no-untyped-def]
+        def __iter__(self):
             time.step(300)  # the server timeout elapsed without events
             yield from ()
 
