@@ -8,17 +8,18 @@ The controller default, ``default_controller_rate_limiter()``, is the maximum of
 exponential back-off (5 ms, 10 ms, 20 ms ... capped at 1000 s) and an overall token bucket
 (10 qps, burst 100). The bucket is only the overall retry speed, not per item.
 
-``BucketRateLimiter`` reproduces ``golang.org/x/time/rate``'s ``Limiter.Reserve().Delay()``:
-every call takes a token even if none is left, putting the bucket into debt, and returns how
-long the caller must wait for that token. All delays are float seconds.
+``BucketRateLimiter`` reproduces ``golang.org/x/time/rate``'s ``Limiter.Reserve().Delay()``
+with the API client's token bucket (``kube.throttle``): every call takes a token even if none
+is left, putting the bucket into debt, and returns how long the caller must wait for that
+token. All delays are float seconds.
 """
 
-import math
 import threading
 from collections.abc import Hashable
 from typing import Protocol
 
 from kube.clock import Clock, RealClock
+from kube.throttle import TokenBucket
 
 
 class RateLimiter(Protocol):
@@ -95,36 +96,15 @@ class BucketRateLimiter:
     ``when`` always reserves a token; when the bucket is empty the reservation goes into debt
     and the returned delay is the time until that token will have been refilled. With
     ``burst`` 0 no reservation can ever succeed and the delay is infinite, as in
-    ``x/time/rate`` (where it is ``InfDuration``). It has no per-item state.
+    ``x/time/rate`` (where it is ``InfDuration``). It has no per-item state. The bucket is the
+    API client's (``kube.throttle.TokenBucket``), asked for reservations and never slept on.
     """
 
     def __init__(self, qps: float, burst: int, clock: Clock | None = None) -> None:
-        self._lock = threading.Lock()
-        self._qps = qps
-        self._burst = burst
-        self._clock: Clock = clock if clock is not None else RealClock()
-        # x/time/rate starts with a full bucket.
-        self._tokens = float(burst)
-        self._last = self._clock.now()
+        self._bucket = TokenBucket(qps, burst, clock=clock if clock is not None else RealClock())
 
     def when(self, item: Hashable) -> float:
-        with self._lock:
-            if math.isinf(self._qps):
-                return 0.0
-            if self._burst < 1:
-                return math.inf
-            now = self._clock.now()
-            # advance(): refill for the time since the last reservation, up to burst.
-            elapsed = max(0.0, now - self._last)
-            tokens = min(float(self._burst), self._tokens + elapsed * self._qps)
-            tokens -= 1.0
-            self._last = now
-            self._tokens = tokens
-            if tokens >= 0:
-                return 0.0
-            if self._qps <= 0:
-                return math.inf
-            return -tokens / self._qps
+        return self._bucket.reserve()
 
     def num_requeues(self, item: Hashable) -> int:
         return 0
