@@ -34,8 +34,6 @@ import copy
 import functools
 import http.client
 import importlib
-import importlib.util
-import os
 import sys
 import threading
 import types
@@ -48,6 +46,7 @@ import certifi
 import orjson
 import urllib3
 
+from kube import lean_import
 from kube.clock import REAL_CLOCK, Clock
 from kube.errors import FENCED_REASON, ApiError, ConfigError
 from kube.paths import ParsedPath, parse_path, query_pairs, request_verb, resource_path
@@ -57,106 +56,20 @@ from kube.watch import LineStream, TextStream, WatchStream
 
 
 def _import_client_core() -> tuple[Any, Any]:
-    """Import the parts of `kubernetes` this module uses, without the generated API and model classes.
-
-    `import kubernetes` runs the package's `__init__`, which imports every generated API class and
-    ~800 model classes (dynamic, watch, stream, leaderelection too): ~35 MB of RSS that nothing here
-    uses, since every response is raw JSON. The operator needs only `ApiClient` (HTTP, auth, TLS),
-    `Configuration`, the exceptions and the kubeconfig/in-cluster loaders. So, unless the whole
-    package is already loaded (then it is simply reused), the two package `__init__`s are replaced by
-    empty packages pointing at the real directories, and only the needed submodules are executed.
-    `kubernetes.client.models` stays an empty package until `decode_as_model` (benchmarks) fills it.
-    """
+    """Import the parts of `kubernetes` this module uses, without the generated API and model classes
+    (`kube.lean_import` says why and how). Unless the whole package is already loaded (then it is
+    simply reused), the two package `__init__`s never run; `kubernetes.client.models` stays an empty
+    package until `decode_as_model` (benchmarks) fills it."""
     if "kubernetes.client.api" not in sys.modules:  # the full package has not been imported
-        spec = importlib.util.find_spec("kubernetes")
-        if spec is None or spec.origin is None:
-            raise ImportError("the kubernetes package is not installed")
-        root = os.path.dirname(spec.origin)
-
-        def empty_package(name: str, *parts: str) -> types.ModuleType:
-            module = sys.modules.get(name)
-            if module is None:
-                module = types.ModuleType(name)
-                module.__path__ = [os.path.join(root, *parts)]
-                module.__package__ = name
-                sys.modules[name] = module
-            return module
-
-        package = empty_package("kubernetes")
-        client = empty_package("kubernetes.client", "client")
-        package.client = client  # type: ignore[attr-defined]
-        client.models = empty_package("kubernetes.client.models", "client", "models")  # type: ignore[attr-defined]
-        with _imported_on_first_use(_RARELY_USED):
-            client.ApiClient = importlib.import_module("kubernetes.client.api_client").ApiClient  # type: ignore[attr-defined]
-            client.Configuration = importlib.import_module("kubernetes.client.configuration").Configuration  # type: ignore[attr-defined]
-            package.config = importlib.import_module("kubernetes.config")  # type: ignore[attr-defined]
+        root = lean_import.package_directory("kubernetes")
+        package: Any = lean_import.empty_package(root, "kubernetes")
+        client: Any = lean_import.empty_package(root, "kubernetes.client")
+        lean_import.empty_package(root, "kubernetes.client.models")
+        with lean_import.imported_on_first_use(lean_import.RARELY_USED):
+            client.ApiClient = importlib.import_module("kubernetes.client.api_client").ApiClient
+            client.Configuration = importlib.import_module("kubernetes.client.configuration").Configuration
+            package.config = importlib.import_module("kubernetes.config")
     return sys.modules["kubernetes.client"], sys.modules["kubernetes.config"]
-
-
-# What the client core and the config loaders import but call only on paths the operator rarely or
-# never takes, with the names they take from each module. Loaded for real, they cost ~6 MB of RSS
-# (requests alone pulls in charset_normalizer, idna and a second copy of its urllib3 names).
-_RARELY_USED: dict[str, tuple[str, ...]] = {
-    "requests.utils": ("should_bypass_proxies",),  # only with a proxy in the configuration
-    "requests_oauthlib": ("OAuth2Session",),  # only to refresh an OIDC token from a kubeconfig
-    "oauthlib.oauth2": (),  # only its InvalidClientIdError, in that same OIDC refresh
-    "multiprocessing.pool": ("ThreadPool",),  # only for the generated client's async_req
-    "dateutil.parser": ("parse",),  # only to decode dates into typed models (benchmarks)
-}
-
-
-class _ImportedOnUse(types.ModuleType):
-    """Stands in for a module while `kubernetes` is imported; reading a missing attribute (as in
-    `oauthlib.oauth2.rfc6749.errors`) imports the real module and reads it there."""
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or sys.modules.get(self.__name__) is self:  # still standing in
-            raise AttributeError(name)
-        return getattr(importlib.import_module(self.__name__), name)
-
-
-def _call_on_use(module: str, name: str) -> Callable[..., Any]:
-    def first_use(*args: Any, **kwargs: Any) -> Any:
-        return getattr(importlib.import_module(module), name)(*args, **kwargs)
-
-    first_use.__name__ = name
-    return first_use
-
-
-@contextlib.contextmanager
-def _imported_on_first_use(modules: Mapping[str, tuple[str, ...]]) -> Any:
-    """While the block imports `kubernetes` modules, `modules` (and their parent packages) not yet
-    loaded are placeholders: the names taken from them are functions that import the real module
-    when first called. The placeholders leave `sys.modules` at the end of the block, so any later
-    import, and any first call, loads the real thing."""
-    placed: list[str] = []
-    for dotted, names in modules.items():
-        parts = dotted.split(".")
-        for depth in range(1, len(parts) + 1):
-            name = ".".join(parts[:depth])
-            if name in sys.modules:
-                continue
-            placeholder = _ImportedOnUse(name)
-            if depth > 1:
-                placeholder.__package__ = name
-                setattr(sys.modules[".".join(parts[:depth - 1])], parts[depth - 1], placeholder)
-            sys.modules[name] = placeholder
-            placed.append(name)
-        module = sys.modules[dotted]
-        if isinstance(module, _ImportedOnUse):
-            for attribute in names:
-                setattr(module, attribute, _call_on_use(dotted, attribute))
-    try:
-        yield
-    finally:
-        for name in reversed(placed):  # nothing left behind: neither the module nor its parent's attribute
-            left = sys.modules.get(name)
-            if not isinstance(left, _ImportedOnUse):
-                continue
-            del sys.modules[name]
-            parent, _, child = name.rpartition(".")
-            if parent and getattr(sys.modules.get(parent), child, None) is left:
-                delattr(sys.modules[parent], child)
 
 
 k8s_client, k8s_config = _import_client_core()
