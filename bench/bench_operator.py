@@ -103,8 +103,8 @@ from bench._harness import (
 from bench._harness import (
     fresh_cluster as _fresh_cluster,
 )
-from controller.controller import create_parallelism
 from controller.job.builders import build_pods, build_service
+from controller.options import create_parallelism
 from kube import ApiError, Kube, resource_path
 
 SCENARIOS = ("b0", "b1", "b2", "b3", "b4", "b5", "b6", "b8")

@@ -13,10 +13,14 @@ Where things are, in the order the layers build on each other (imports only go d
   and `kubeflow/` (the pure translation between a TFJob and the job model, docs/kubeflow.md).
 * `kueue/` -- queueing with Kueue: `protocol` (the Workload protocol, pure) and `gate` (what the
   reconciler consults before planning a queued job, and the Workload writes).
-* the control loop, here at the root: `controller.Controller` (informers → rate-limited work queue
-  → worker threads), `reconciler.Reconciler` (carries out one job's plan: the only writer),
-  `memory.JobMemory` (what is remembered per job between reconciles: `expectations`, the written
-  status, the deferred status), `events` (the Event recorder) and `metrics`.
+* the control loop, here at the root, cut by reason to change: `options.ControllerOptions` (the
+  configuration, built once from the flags, with production's defaults), `caches.JobCaches` (the
+  read side: informers and the lookups made in their caches), `handlers.JobEventHandlers` (an
+  event becomes a job key on the queue), `reconciler.Reconciler` (carries out one job's plan: the
+  only writer; it reads through the read side), `controller.Controller` (the loop that assembles
+  them: queue, worker threads, start and stop), `memory.JobMemory` (what is remembered per job
+  between reconciles: `expectations`, the written status, the deferred status, the validation
+  memo), `events` (the Event recorder) and `metrics`.
 * `process/` -- the operator process: `cli` (`tfjob-operator run|render|validate|convert`), `app` (wiring
   and shutdown), `leader` (Lease election), `health` (/healthz, /readyz), `logs`, `profiles` (reading
   the `--profiles` file), `malloc` (fewer glibc malloc arenas, so resident memory stays flat after

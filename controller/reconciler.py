@@ -1,6 +1,7 @@
 """Carry out one job's plan against the API server: the only place the controller writes.
 
-`Reconciler.reconcile(key)` reads the job, its pods and Service from the informer caches, asks
+`Reconciler.reconcile(key)` reads the job, its pods, Service and NetworkPolicy from the read side
+it is given (`Caches`: the informer caches, `controller.caches.JobCaches`, never the API server), asks
 `controller.job.plan.plan_job` what to do, and does it:
 
 * deletes first (UID preconditions, so a recreated pod of the same name is never hit; 404 and a
@@ -35,7 +36,7 @@ job that asked for isolation never runs without it. A policy the API server reje
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -52,11 +53,11 @@ from controller.job.kubeflow.model import ignored_fields
 from controller.job.mergepatch import merge_patch
 from controller.job.netpol import PolicyView, policy_name
 from controller.job.plan import Event, Plan, PodDeletion, plan_job
-from controller.job.profiles import Profile
 from controller.kueue import protocol as kueue
 from controller.kueue.gate import KueueGate
 from controller.memory import JobMemory
 from controller.metrics import ControllerMetrics
+from controller.options import DEFAULTS, ControllerOptions
 from kube import ApiError, Kube, resource_path
 from kube.clock import REAL_CLOCK, Clock
 from kube.retry import retry_transient
@@ -65,11 +66,12 @@ log = structlog.get_logger(__name__)
 
 
 class Caches(Protocol):
-    """The read side: informer caches (never mutated)."""
+    """The read side the reconciler needs (`controller.caches.JobCaches`): informer caches, never mutated."""
 
     def get_job(self, key: str) -> Mapping[str, Any] | None: ...
     def pods_of(self, job_uid: str) -> list[Mapping[str, Any]]: ...
     def get_service(self, namespace: str, name: str) -> Mapping[str, Any] | None: ...
+    def get_network_policy(self, namespace: str, name: str) -> Mapping[str, Any] | None: ...
     def node_ready(self, name: str) -> bool | None: ...
 
 
@@ -130,33 +132,29 @@ class Reconciler:
         self,
         kube: Kube,
         caches: Caches,
+        options: ControllerOptions = DEFAULTS,
         *,
         memory: JobMemory | None = None,
         recorder: EventRecorder | None = None,
         metrics: ControllerMetrics | None = None,
-        cluster_domain: str = "",
-        create_parallelism: int = 16,
         clock: Clock = REAL_CLOCK,
         kueue_gate: KueueGate | None = None,
-        network_policies: Callable[[str, str], Mapping[str, Any] | None] | None = None,
-        network_policy_default: bool = False,
-        profiles: Sequence[Profile] = (),
     ) -> None:
-        """`network_policies(namespace, name)` reads a NetworkPolicy from a cache; without it the
-        reconciler leaves NetworkPolicies alone. `profiles` are the start-up profiles for new pods."""
+        """`caches` is the read side (`controller.caches.JobCaches` in the controller); `options`
+        give the cluster domain, the NetworkPolicy default, the start-up profiles for new pods and
+        the size of the create pool."""
         self.kube = kube
         self.kueue_gate = kueue_gate
-        self.network_policies = network_policies
-        self.network_policy_default = network_policy_default
-        self.profiles = tuple(profiles)
+        self.network_policy_default = options.network_policy_default
+        self.profiles = options.profiles
         self.caches = caches
         self.memory = memory if memory is not None else JobMemory(clock)
         self.expectations = self.memory.expectations
         self.recorder = recorder
         self.metrics = metrics
-        self.cluster_domain = cluster_domain
+        self.cluster_domain = options.cluster_domain
         self.clock = clock
-        self._pool = ThreadPoolExecutor(max_workers=create_parallelism, thread_name_prefix="create")
+        self._pool = ThreadPoolExecutor(max_workers=options.create_parallelism, thread_name_prefix="create")
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -308,12 +306,10 @@ class Reconciler:
 
     # ---- the job's NetworkPolicy ------------------------------------------------------------------
 
-    def _policy_view(self, namespace: str, name: str, job_uid: str) -> tuple[PolicyView | None, bool]:
-        """What the planner may know of the job's NetworkPolicy (None when policies are not managed),
-        and whether an object the job does not own holds its name."""
-        if self.network_policies is None:
-            return None, False
-        cached = self.network_policies(namespace, policy_name(name))
+    def _policy_view(self, namespace: str, name: str, job_uid: str) -> tuple[PolicyView, bool]:
+        """What the planner may know of the job's NetworkPolicy, and whether an object the job does
+        not own holds its name."""
+        cached = self.caches.get_network_policy(namespace, policy_name(name))
         foreign = cached is not None and not owned_by(cached, job_uid)
         return PolicyView(self.network_policy_default, None if foreign else cached), foreign
 

@@ -29,19 +29,19 @@ from types import FrameType
 import structlog
 from prometheus_client import start_http_server
 
-from controller.controller import Controller, create_parallelism
+from controller.controller import Controller
 from controller.events import EventRecorder
 from controller.job import validation
 from controller.job.profile_file import ProfileError
 from controller.job.profiles import Profile
 from controller.metrics import ControllerMetrics
+from controller.options import ControllerOptions
 from controller.process import logs
 from controller.process.health import HealthServer, parse_address
 from controller.process.leader import LeaderElectionConfig, LeaderElector, default_identity, default_namespace
 from controller.process.malloc import limit_malloc_arenas
 from controller.process.profiles import load_profiles
 from kube import ApiError, ConfigError, Kube, resource_path
-from workqueue.metrics import PrometheusMetricsProvider
 
 log = structlog.get_logger(__name__)
 
@@ -80,13 +80,14 @@ def run(args: argparse.Namespace) -> int:
         log.error("bad leader election settings", error=str(error))
         return BAD_CONFIGURATION_EXIT_CODE
     try:
-        profiles = load_profiles(getattr(args, "profiles", None))
+        profiles = load_profiles(args.profiles)
     except ProfileError as error:
         log.error("bad start-up profiles file", error=str(error))
         return BAD_CONFIGURATION_EXIT_CODE
+    options = controller_options(args, profiles)
     try:
         # A connection per worker and per create thread, and a few for events and leader election.
-        pool_size = args.workers + create_parallelism(args.workers) + 8
+        pool_size = options.workers + options.create_parallelism + 8
         kube = Kube.load(args.kubeconfig, context=args.context, pool_size=pool_size,
                          qps=args.qps, burst=args.burst, on_request=metrics.on_request)
     except ConfigError as error:
@@ -94,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         return BAD_CONFIGURATION_EXIT_CODE
     recorder = EventRecorder(lambda ns, body: kube.create(resource_path("", "v1", "events", ns), body))
     try:
-        controller = build_controller(args, kube, metrics, recorder, profiles)
+        controller = Controller(kube, options, metrics=metrics, recorder=recorder)
     except ApiError as error:  # discovery (Kueue, TFJob) needs the API server: say so, no traceback
         log.error("cannot reach the API server to discover its APIs; exiting (a Deployment restarts it)",
                   server=kube.host, error=str(error))
@@ -140,9 +141,9 @@ def run(args: argparse.Namespace) -> int:
         health.start()
 
     recorder.start()
-    log.info("starting", namespaces=args.namespace or "all", workers=args.workers, server=kube.host,
-             kubeflow_tfjob="on" if controller.tfjobs is not None else "off",
-             network_policy=getattr(args, "network_policy", "off"), profiles=[p.name for p in profiles],
+    log.info("starting", namespaces=list(options.namespaces) or "all", workers=options.workers, server=kube.host,
+             kubeflow_tfjob="on" if controller.caches.tfjobs is not None else "off",
+             network_policy=options.network_policy, profiles=[p.name for p in profiles],
              leader_election=f"{election.namespace}/{election.name}" if election else "off",
              identity=election.identity if election else None)
     controller.start_informers()
@@ -166,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
     while not stop.is_set() and not leading.wait(timeout=0.5):
         pass
     if not stop.is_set():
-        log.info("starting workers", workers=args.workers)
+        log.info("starting workers", workers=options.workers)
         controller.start_workers()
         stop.wait()
 
@@ -184,17 +185,12 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_controller(args: argparse.Namespace, kube: Kube, metrics: ControllerMetrics, recorder: EventRecorder,
-                     profiles: Sequence[Profile]) -> Controller:
-    """The controller the flags ask for. With `auto` flags it asks the API server which APIs are
-    served (Kueue, this project's TFJob CRD), so it raises ApiError when the server cannot be reached."""
-    return Controller(
-        kube, namespaces=args.namespace, workers=args.workers, cluster_domain=args.cluster_domain,
-        resync_period=args.resync, watch_nodes=not args.namespace, metrics=metrics,
-        use_kueue={"auto": None, "on": True, "off": False}[getattr(args, "kueue", "auto")],
-        queue_metrics=PrometheusMetricsProvider(registry=metrics.registry), recorder=recorder,
-        network_policies=True, network_policy_default=getattr(args, "network_policy", "off") == "on",
-        profiles=profiles,
-        serve_tfjobs={"auto": None, "on": True, "off": False}[getattr(args, "kubeflow_tfjob", "auto")],
-        serve_unmanaged_tfjobs=getattr(args, "kubeflow_tfjob_without_managed_by", "serve") == "serve",
+def controller_options(args: argparse.Namespace, profiles: Sequence[Profile]) -> ControllerOptions:
+    """The controller's options from `run`'s flags (whose defaults are `controller.options.DEFAULTS`)
+    and the start-up profiles read from `--profiles`."""
+    return ControllerOptions(
+        namespaces=tuple(args.namespace), workers=args.workers, cluster_domain=args.cluster_domain,
+        resync=args.resync, kueue=args.kueue, kubeflow_tfjob=args.kubeflow_tfjob,
+        kubeflow_tfjob_without_managed_by=args.kubeflow_tfjob_without_managed_by,
+        network_policy=args.network_policy, profiles=tuple(profiles),
     )

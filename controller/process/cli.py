@@ -31,6 +31,7 @@ from controller.job.kubeflow.model import to_model
 from controller.job.kubeflow.validation import validate_tfjob
 from controller.job.profile_file import ProfileError
 from controller.job.validation import validate_job
+from controller.options import DEFAULTS
 from controller.process.profiles import load_profiles
 
 
@@ -155,8 +156,9 @@ def _run(args: argparse.Namespace) -> int:
 
 def _production_flags(command: argparse.ArgumentParser) -> None:
     """The flags `run` and `render` share, so a preview matches what the operator does."""
-    command.add_argument("--network-policy", choices=["on", "off"], default="off",
-                         help="on: jobs get a NetworkPolicy unless spec.networkPolicy.enabled is false (default off)")
+    command.add_argument("--network-policy", choices=["on", "off"], default=DEFAULTS.network_policy,
+                         help="on: jobs get a NetworkPolicy unless spec.networkPolicy.enabled is false "
+                         f"(default {DEFAULTS.network_policy})")
     command.add_argument("--profiles", metavar="FILE", default=None,
                          help="start-up profiles: env vars and args by TensorFlow image (YAML; docs/production.md)")
 
@@ -169,7 +171,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--kubeconfig", help="kubeconfig file (out of cluster); default: in-cluster config")
     run.add_argument("--context", help="kubeconfig context")
     run.add_argument("--namespace", action="append", default=[], help="watch only this namespace (repeatable)")
-    run.add_argument("--workers", type=int, default=32, help="reconcile worker threads (default 32)")
+    run.add_argument("--workers", type=int, default=DEFAULTS.workers,
+                     help=f"reconcile worker threads (default {DEFAULTS.workers})")
     run.add_argument("--qps", type=float, default=500.0, help="client-side API QPS limit (default 500)")
     run.add_argument("--burst", type=int, default=1000, help="client-side API burst (default 1000)")
     run.add_argument("--leader-elect", action="store_true", help="use a Lease so only one replica reconciles")
@@ -185,14 +188,17 @@ def build_parser() -> argparse.ArgumentParser:
                      help="seconds between attempts to acquire or renew the Lease (default 2)")
     run.add_argument("--metrics-addr", default=":8080", help="Prometheus /metrics address ('0' to disable)")
     run.add_argument("--health-addr", default=":8081", help="/healthz and /readyz address ('0' to disable)")
-    run.add_argument("--cluster-domain", default="", help="cluster DNS domain appended to TF_CONFIG addresses")
-    run.add_argument("--resync", type=float, default=300.0, help="informer resync period in seconds (0: off)")
-    run.add_argument("--kueue", choices=["auto", "on", "off"], default="auto",
+    run.add_argument("--cluster-domain", default=DEFAULTS.cluster_domain,
+                     help="cluster DNS domain appended to TF_CONFIG addresses")
+    run.add_argument("--resync", type=float, default=DEFAULTS.resync,
+                     help="informer resync period in seconds (0: off)")
+    run.add_argument("--kueue", choices=["auto", "on", "off"], default=DEFAULTS.kueue,
                      help="queue jobs labelled kueue.x-k8s.io/queue-name through Kueue (auto: when its API is served)")
-    run.add_argument("--kubeflow-tfjob", choices=["auto", "on", "off"], default="auto",
+    run.add_argument("--kubeflow-tfjob", choices=["auto", "on", "off"], default=DEFAULTS.kubeflow_tfjob,
                      help="serve Kubeflow's TFJob kind too (auto: when this project's TFJob CRD is served; "
                      "off: read and write no TFJob)")
-    run.add_argument("--kubeflow-tfjob-without-managed-by", choices=["serve", "leave"], default="serve",
+    run.add_argument("--kubeflow-tfjob-without-managed-by", choices=["serve", "leave"],
+                     default=DEFAULTS.kubeflow_tfjob_without_managed_by,
                      help="TFJobs whose runPolicy.managedBy is unset: serve them (default), or leave them to "
                      "Kubeflow's training operator while it still runs")
     _production_flags(run)
@@ -203,7 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     render = commands.add_parser("render", help="print the Service and Pods the controller would create")
     render.add_argument("-f", "--filename", required=True, help="job file (YAML or JSON; '-' for stdin)")
     render.add_argument("-o", "--output", choices=["yaml", "json"], default="yaml")
-    render.add_argument("--cluster-domain", default="")
+    render.add_argument("--cluster-domain", default=DEFAULTS.cluster_domain)
     _production_flags(render)
     render.set_defaults(func=_render)
 

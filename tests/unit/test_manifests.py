@@ -21,7 +21,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "manifests"
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the CRD is large
 
-# What the operator's code calls (controller/controller.py, reconciler.py, queueing.py, app.py,
+# What the operator's code calls (controller/caches.py, reconciler.py, kueue/gate.py, process/app.py,
 # events.py), as (apiGroup, resource) -> verbs. The RBAC integration test proves it is enough.
 OPERATOR_PERMISSIONS: dict[tuple[str, str], set[str]] = {
     ("kubeflow.org", "tensorflowjobs"): {"get", "list", "watch", "delete"},

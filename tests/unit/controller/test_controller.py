@@ -1,4 +1,5 @@
-"""Controller wiring without a cluster: Kueue detection and the event → job key mapping."""
+"""Controller wiring without a cluster: which informers run, and the event → job key mapping of its
+handlers (delivered by calling the handler, as an informer would)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from pytest_mock import MockerFixture
 
 from controller.controller import Controller
+from controller.options import ControllerOptions
 from kube import Kube
 from kube.clock import FakeClock
 from tests.support.jobs import role, tfjob
@@ -30,10 +32,10 @@ def pod(name: str, owner_uid: str, kind: str = "TensorFlowJob", owner: str = "j"
 
 
 def test_kueue_informers_exist_only_when_its_api_is_served(kube: Mock) -> None:
-    assert Controller(kube).workloads is None
+    assert Controller(kube).caches.workloads is None
     kube.has_api.return_value = True
-    assert Controller(kube).workloads is not None
-    assert Controller(kube, use_kueue=False).workloads is None
+    assert Controller(kube).caches.workloads is not None
+    assert Controller(kube, ControllerOptions(kueue="off")).caches.workloads is None
 
 
 def settled(controller: Controller, clock: FakeClock, seconds: float) -> list[str]:
@@ -59,56 +61,56 @@ def running(name: str, owner_uid: str, **status: Any) -> dict[str, Any]:
 
 def test_pod_added_enqueues_its_controlling_job_after_the_batch_period(kube: Mock) -> None:
     clock = FakeClock()
-    controller = Controller(kube, pod_batch_period=0.5, clock=clock)
-    controller._pod_added(pod("j-worker-0", "uid-1"))
+    controller = Controller(kube, clock=clock)
+    controller.handlers.pod_added(pod("j-worker-0", "uid-1"))
     assert drain(controller) == []
     assert settled(controller, clock, 0.5) == ["ns/j"]
 
 
 def test_a_jobs_pod_events_within_the_batch_period_fold_into_one_reconcile(kube: Mock) -> None:
     clock = FakeClock()
-    controller = Controller(kube, pod_batch_period=0.5, clock=clock)
+    controller = Controller(kube, clock=clock)
     for i in range(5):
-        controller._pod_added(pod(f"j-worker-{i}", "uid-1"))
+        controller.handlers.pod_added(pod(f"j-worker-{i}", "uid-1"))
         clock.step(0.05)
-    controller._pod_updated(running("j-worker-0", "uid-1"), running("j-worker-0", "uid-1", startTime="t"))
+    controller.handlers.pod_updated(running("j-worker-0", "uid-1"), running("j-worker-0", "uid-1", startTime="t"))
     assert settled(controller, clock, 0.5) == ["ns/j"]
 
 
 def test_the_jobs_service_arriving_joins_its_pods_batch(kube: Mock) -> None:
     clock = FakeClock()
-    controller = Controller(kube, pod_batch_period=0.5, clock=clock)
-    controller._pod_added(pod("j-worker-0", "uid-1"))
-    controller._service_added(pod("j", "uid-1"))  # same owner metadata; a Service's shape does not matter here
+    controller = Controller(kube, clock=clock)
+    controller.handlers.pod_added(pod("j-worker-0", "uid-1"))
+    controller.handlers.child_created(pod("j", "uid-1"))  # same owner metadata; a Service's shape does not matter here
     assert drain(controller) == []
     assert settled(controller, clock, 0.5) == ["ns/j"]
 
 
 def test_pod_deletion_starting_enqueues_its_job_at_once(kube: Mock) -> None:
-    controller = Controller(kube, pod_batch_period=60)
+    controller = Controller(kube, ControllerOptions(pod_batch_period=60))
     controller.memory.expectations.expect_deletions("ns/j", ["p-j-worker-0"])
     old = running("j-worker-0", "uid-1")
     new = running("j-worker-0", "uid-1")
     new["metadata"]["deletionTimestamp"] = "2026-11-29T00:00:00Z"
-    controller._pod_updated(old, new)
+    controller.handlers.pod_updated(old, new)
     assert drain(controller) == ["ns/j"]
     assert controller.memory.expectations.satisfied("ns/j")
 
 
 def test_pod_failing_enqueues_its_job_at_once(kube: Mock) -> None:
-    controller = Controller(kube, pod_batch_period=60)
+    controller = Controller(kube, ControllerOptions(pod_batch_period=60))
     failed = running("j-worker-0", "uid-1")
     failed["status"]["phase"] = "Failed"
-    controller._pod_updated(running("j-worker-0", "uid-1"), failed)
+    controller.handlers.pod_updated(running("j-worker-0", "uid-1"), failed)
     assert drain(controller) == ["ns/j"]
 
 
 def test_pod_update_that_changes_only_its_resource_version_enqueues_nothing(kube: Mock) -> None:
     clock = FakeClock()
-    controller = Controller(kube, pod_batch_period=0.5, clock=clock)
+    controller = Controller(kube, clock=clock)
     newer = running("j-worker-0", "uid-1")
     newer["metadata"]["resourceVersion"] = "2"
-    controller._pod_updated(running("j-worker-0", "uid-1"), newer)
+    controller.handlers.pod_updated(running("j-worker-0", "uid-1"), newer)
     assert settled(controller, clock, 1) == []
 
 
@@ -116,7 +118,7 @@ def test_cached_jobs_and_services_share_their_repeated_strings(kube: Mock) -> No
     import json
 
     controller = Controller(kube)
-    for store, kind in ((controller.jobs.store, "TensorFlowJob"), (controller.services.store, "Service")):
+    for store, kind in ((controller.caches.jobs.store, "TensorFlowJob"), (controller.caches.services.store, "Service")):
         for name in ("a", "b"):
             store.add(json.loads(json.dumps({"kind": kind, "metadata": {
                 "name": name, "namespace": "ns", "uid": f"uid-{name}", "labels": {"app": "training"}}})))
@@ -127,23 +129,23 @@ def test_cached_jobs_and_services_share_their_repeated_strings(kube: Mock) -> No
 
 def test_pod_of_an_earlier_job_with_the_same_name_is_ignored(kube: Mock) -> None:
     controller = Controller(kube)
-    controller.jobs.store.add({"apiVersion": "kubeflow.org/v1", "kind": "TensorFlowJob",
+    controller.caches.jobs.store.add({"apiVersion": "kubeflow.org/v1", "kind": "TensorFlowJob",
                                "metadata": {"name": "j", "namespace": "ns", "uid": "uid-new", "resourceVersion": "1"}})
     drain(controller)
-    controller._pod_added(pod("j-worker-0", "uid-old"))
+    controller.handlers.pod_added(pod("j-worker-0", "uid-old"))
     assert drain(controller) == []
 
 
 def test_pod_owned_by_another_kind_is_ignored(kube: Mock) -> None:
     controller = Controller(kube)
-    controller._child_deleted(pod("x", "uid-1", kind="Job"))
+    controller.handlers.child_deleted(pod("x", "uid-1", kind="Job"))
     assert drain(controller) == []
 
 
 def test_pod_creation_observed_lowers_the_expectation(kube: Mock) -> None:
     controller = Controller(kube)
     controller.memory.expectations.expect_creations("ns/j", ["j-worker-0"])
-    controller._pod_added(pod("j-worker-0", "uid-1"))
+    controller.handlers.pod_added(pod("j-worker-0", "uid-1"))
     assert controller.memory.expectations.satisfied("ns/j")
 
 
@@ -151,27 +153,27 @@ def test_node_turning_not_ready_enqueues_jobs_with_pods_there(kube: Mock) -> Non
     controller = Controller(kube)
     on_node = pod("j-worker-0", "uid-1")
     on_node["spec"] = {"nodeName": "n1"}
-    controller.pods.store.add(on_node)
+    controller.caches.pods.store.add(on_node)
     ready = {"metadata": {"name": "n1"}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
     not_ready = {"metadata": {"name": "n1"}, "status": {"conditions": [{"type": "Ready", "status": "False"}]}}
-    controller._node_updated(ready, not_ready)
+    controller.handlers.node_updated(ready, not_ready)
     assert drain(controller) == ["ns/j"]
 
 
 def test_pod_being_bound_to_a_node_enqueues_nothing(kube: Mock) -> None:
     clock = FakeClock()
-    controller = Controller(kube, pod_batch_period=0.5, clock=clock)
+    controller = Controller(kube, clock=clock)
     pending = running("j-worker-0", "uid-1")
     pending["status"] = {"phase": "Pending"}
     pending["spec"] = {"containers": [{"name": "tensorflow"}]}
     bound = copy.deepcopy(pending)
     bound["metadata"]["resourceVersion"] = "2"
     bound["spec"]["nodeName"] = "n1"
-    controller._pod_updated(pending, bound)
+    controller.handlers.pod_updated(pending, bound)
     assert settled(controller, clock, 1) == []
     started = copy.deepcopy(bound)
     started["status"] = {"phase": "Running"}
-    controller._pod_updated(bound, started)
+    controller.handlers.pod_updated(bound, started)
     assert settled(controller, clock, 1) == ["ns/j"]
 
 
@@ -182,15 +184,15 @@ def a_job(resource_version: str) -> dict[str, Any]:
 def test_the_echo_of_our_own_status_write_enqueues_nothing_but_any_other_update_does(kube: Mock) -> None:
     kube.create.side_effect = lambda path, body, **_: body
     kube.patch.side_effect = lambda path, body, **_: {**a_job("11"), "status": body["status"]}
-    controller = Controller(kube, use_kueue=False)
-    controller.jobs.store.add(a_job("10"))
+    controller = Controller(kube, ControllerOptions(kueue="off"))
+    controller.caches.jobs.store.add(a_job("10"))
     controller.reconciler.reconcile("ns/j")  # creates
     controller.reconciler.reconcile("ns/j")  # writes the status
     assert kube.patch.called
     echo = {**a_job("11"), "status": kube.patch.call_args.args[1]["status"]}
-    controller._job_updated(a_job("10"), echo)
+    controller.handlers.job_updated(a_job("10"), echo)
     assert drain(controller) == []
-    controller._job_updated(echo, {**echo, "metadata": {**echo["metadata"], "resourceVersion": "12"}})
+    controller.handlers.job_updated(echo, {**echo, "metadata": {**echo["metadata"], "resourceVersion": "12"}})
     assert drain(controller) == ["ns/j"]
 
 
@@ -200,21 +202,29 @@ def test_a_deleted_job_is_forgotten_entirely_and_reconciled_once_more(kube: Mock
     controller.memory.expectations.expect_creations("ns/j", ["j-worker-0"])
     controller.memory.remember_written("ns/j", "6", job)
     controller.memory.defer("ns/j", job, {"state": "Created"})
-    controller._job_deleted(job)
+    controller.handlers.job_deleted(job)
     assert controller.memory.expectations.satisfied("ns/j")
     assert not controller.memory.wrote("ns/j", "7")
     assert controller.memory.take_deferred("ns/j", job) is None
     assert drain(controller) == ["ns/j"]
 
 
-def test_the_controller_watches_its_jobs_children_and_nodes_through_the_informer_factory(kube: Mock) -> None:
-    controller = Controller(kube, namespaces=["team-a"])
+def test_in_namespaces_the_controller_watches_its_jobs_and_their_children_but_no_nodes(kube: Mock) -> None:
+    controller = Controller(kube, ControllerOptions(namespaces=("team-a",)))
     sources = {name: [r.lister_watcher.description for r in informer.reflectors]
-               for name, informer in controller.informer_factory.informers.items()}
+               for name, informer in controller.caches.factory.informers.items()}
     assert sources == {
         "tensorflowjobs": ["/apis/kubeflow.org/v1/namespaces/team-a/tensorflowjobs"],
         "pods": ["/api/v1/namespaces/team-a/pods (tensorflowjob.kubeflow.org/job-name)"],
         "services": ["/api/v1/namespaces/team-a/services (tensorflowjob.kubeflow.org/job-name)"],
-        "nodes": ["/api/v1/nodes"],
+        "networkpolicies": ["/apis/networking.k8s.io/v1/namespaces/team-a/networkpolicies "
+                            "(tensorflowjob.kubeflow.org/job-name)"],
     }
-    assert controller.informers() == [controller.jobs, controller.pods, controller.services, controller.nodes]
+    caches = controller.caches
+    assert caches.informers() == [caches.jobs, caches.pods, caches.services, caches.network_policies]
+
+
+def test_cluster_wide_the_controller_watches_nodes_too(kube: Mock) -> None:
+    caches = Controller(kube).caches
+    assert caches.nodes is not None
+    assert [r.lister_watcher.description for r in caches.nodes.reflectors] == ["/api/v1/nodes"]

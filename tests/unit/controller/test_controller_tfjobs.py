@@ -9,7 +9,9 @@ from unittest.mock import Mock
 import pytest
 from pytest_mock import MockerFixture
 
-from controller.controller import Controller, tfjob_crd_is_ours
+from controller.caches import tfjob_crd_is_ours
+from controller.controller import Controller
+from controller.options import ControllerOptions
 from kube import ApiError, Kube
 from tests.support.jobs import role, tfjob
 from tests.support.kubeflow import replica, tfjob_manifest
@@ -39,26 +41,26 @@ def owned_pod(kind: str, uid: str) -> dict[str, Any]:
 
 
 def test_tfjobs_are_served_when_this_projects_tfjob_crd_is(kube: Mock) -> None:
-    assert Controller(kube).tfjobs is not None
+    assert Controller(kube).caches.tfjobs is not None
 
 
 def test_tfjobs_are_not_served_under_kubeflows_own_crd(kube: Mock) -> None:
     kube.get.return_value = {"resources": [{"name": "tfjobs", "kind": "TFJob"}]}
     assert not tfjob_crd_is_ours(kube)
-    assert Controller(kube).tfjobs is None
+    assert Controller(kube).caches.tfjobs is None
 
 
 def test_tfjobs_are_not_served_when_discovery_fails(kube: Mock) -> None:
     kube.get.side_effect = ApiError(503, "unavailable")
-    assert Controller(kube).tfjobs is None
+    assert Controller(kube).caches.tfjobs is None
 
 
 def test_with_tfjobs_off_no_tfjob_is_read_or_written(kube: Mock) -> None:
-    controller = Controller(kube, serve_tfjobs=False, use_kueue=False)
-    assert controller.tfjobs is None
-    assert "tfjobs" not in controller.informer_factory.informers
-    controller._pod_added(owned_pod("TFJob", "tf-uid"))
-    assert controller.get_job("TFJob:ns/j") is None
+    controller = Controller(kube, ControllerOptions(kubeflow_tfjob="off", kueue="off"))
+    assert controller.caches.tfjobs is None
+    assert "tfjobs" not in controller.caches.factory.informers
+    controller.handlers.pod_added(owned_pod("TFJob", "tf-uid"))
+    assert controller.caches.get_job("TFJob:ns/j") is None
     assert controller.reconciler.reconcile("TFJob:ns/j").created == []
     assert not kube.create.called and not kube.patch.called and not kube.delete.called
     assert drain(controller) == []
@@ -66,41 +68,41 @@ def test_with_tfjobs_off_no_tfjob_is_read_or_written(kube: Mock) -> None:
 
 def test_a_tfjob_is_queued_under_a_key_that_names_its_kind(kube: Mock) -> None:
     controller = Controller(kube)
-    controller._tfjob_added(a_tfjob())
+    controller.handlers.tfjob_added(a_tfjob())
     assert drain(controller) == ["TFJob:ns/j"]
 
 
 def test_a_pod_maps_to_the_tfjob_or_tensorflowjob_that_controls_it(kube: Mock) -> None:
     controller = Controller(kube)
-    controller.tfjobs.store.add(a_tfjob(uid="tf-uid"))
-    controller.jobs.store.add(tfjob("j", {"worker": role(1)}, namespace="ns", uid="tfj-uid", resourceVersion="1"))
-    controller._child_deleted(owned_pod("TFJob", "tf-uid"))
-    controller._child_deleted(owned_pod("TensorFlowJob", "tfj-uid"))
+    controller.caches.tfjobs.store.add(a_tfjob(uid="tf-uid"))
+    controller.caches.jobs.store.add(tfjob("j", {"worker": role(1)}, namespace="ns", uid="tfj-uid", resourceVersion="1"))
+    controller.handlers.child_deleted(owned_pod("TFJob", "tf-uid"))
+    controller.handlers.child_deleted(owned_pod("TensorFlowJob", "tfj-uid"))
     assert drain(controller) == ["TFJob:ns/j", "ns/j"]
 
 
 def test_a_pod_of_an_earlier_tfjob_of_the_same_name_is_ignored(kube: Mock) -> None:
     controller = Controller(kube)
-    controller.tfjobs.store.add(a_tfjob(uid="new-uid"))
-    controller._child_deleted(owned_pod("TFJob", "old-uid"))
+    controller.caches.tfjobs.store.add(a_tfjob(uid="new-uid"))
+    controller.handlers.child_deleted(owned_pod("TFJob", "old-uid"))
     assert drain(controller) == []
 
 
 def test_a_tfjob_managed_by_kubeflows_operator_is_never_queued_nor_read(kube: Mock) -> None:
     controller = Controller(kube)
     job = a_tfjob(managedBy="kubeflow.org/training-operator")
-    controller.tfjobs.store.add(job)
-    controller._tfjob_added(job)
-    controller._tfjob_updated(job, {**job, "metadata": {**job["metadata"], "resourceVersion": "2"}})
+    controller.caches.tfjobs.store.add(job)
+    controller.handlers.tfjob_added(job)
+    controller.handlers.tfjob_updated(job, {**job, "metadata": {**job["metadata"], "resourceVersion": "2"}})
     assert drain(controller) == []
-    assert controller.get_job("TFJob:ns/j") is None
+    assert controller.caches.get_job("TFJob:ns/j") is None
 
 
 def test_during_a_hand_over_only_tfjobs_that_name_this_operator_are_served(kube: Mock) -> None:
-    controller = Controller(kube, serve_unmanaged_tfjobs=False)
+    controller = Controller(kube, ControllerOptions(kubeflow_tfjob_without_managed_by="leave"))
     unmanaged = a_tfjob()
     ours = {**a_tfjob(managedBy="tensorflowjob.kubeflow.org/tfjob-operator")}
     ours["metadata"] = {**ours["metadata"], "name": "mine"}
-    controller._tfjob_added(unmanaged)
-    controller._tfjob_added(ours)
+    controller.handlers.tfjob_added(unmanaged)
+    controller.handlers.tfjob_added(ours)
     assert drain(controller) == ["TFJob:ns/mine"]

@@ -21,6 +21,7 @@ from controller.expectations import Expectations
 from controller.job.builders import build_pods, build_service
 from controller.job.plan import FORCE_DELETE_AFTER, plan_job
 from controller.memory import JobMemory
+from controller.options import ControllerOptions
 from controller.reconciler import Reconciler, RequeueError
 from informers.reflector import Reflector
 from informers.testing import FakeListerWatcher, RecordingSink, page, pod
@@ -94,6 +95,9 @@ class _Caches:
     def node_ready(self, name: str) -> bool | None:
         return True
 
+    def get_network_policy(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return None
+
 
 class _Events:
     def __init__(self) -> None:
@@ -121,7 +125,7 @@ def test_a_transient_error_while_checking_who_owns_an_existing_pod_is_not_a_name
     kube.patch.side_effect = lambda path, body, **_: {**job, "status": body["status"]}
     events = _Events()
     reconciler = Reconciler(kube, _Caches({**job, "metadata": {**job["metadata"], "resourceVersion": "1"}}),
-                            recorder=events, clock=FakeClock(wall=NOW), create_parallelism=2)  # type: ignore[arg-type]
+                            recorder=events, clock=FakeClock(wall=NOW))  # type: ignore[arg-type]
 
     with contextlib.suppress(RequeueError):
         reconciler.reconcile("ns/j")
@@ -151,21 +155,21 @@ def test_a_retry_after_the_reconcile_could_not_wait_out_is_honoured_by_the_reque
     `max_retry_after` (10 s) is never waited for at all: tenacity stops at once and the key is back
     in 5 ms, so an API server that asks for 30 s of quiet is hit again at once, and again.
 
-    Fix: the RequeueError carries the largest Retry-After behind it and `Controller._process`
+    Fix: the RequeueError carries the largest Retry-After behind it and `Controller.process`
     requeues no sooner than that."""
     job = make_job(worker=1)
     job["metadata"]["resourceVersion"] = "1"
     kube = Mock(spec=Kube)
     kube.create.side_effect = lambda path, body: body
     kube.patch.side_effect = ApiError(429, "TooManyRequests", "come back in 30 s", retry_after=30.0)
-    controller = Controller(kube, namespaces=["ns"], watch_nodes=False, use_kueue=False)
+    controller = Controller(kube, ControllerOptions(namespaces=("ns",), kueue="off"))
     queue = _RecordingQueue()
     controller.queue = queue
-    controller.reconciler = Reconciler(kube, _Caches(job), clock=FakeClock(wall=NOW), create_parallelism=2)  # type: ignore[arg-type]
+    controller.reconciler = Reconciler(kube, _Caches(job), clock=FakeClock(wall=NOW))
     try:
-        controller._process("ns/j")  # creates the pod; its status waits for the next reconcile
+        controller.process("ns/j")  # creates the pod; its status waits for the next reconcile
         assert kube.patch.call_count == 0 and not queue.delays
-        controller._process("ns/j")  # the one the pod's ADDED event brings: writes the status
+        controller.process("ns/j")  # the one the pod's ADDED event brings: writes the status
     finally:
         queue.shut_down()
         controller.reconciler.close()
@@ -247,8 +251,7 @@ def test_a_pod_the_cache_had_not_shown_yet_does_not_block_its_slot_once_it_is_go
         ApiError(409, "AlreadyExists", "pods j-worker-0 already exists")) if path.endswith("/pods") else body
     kube.get.return_value = ours
     kube.patch.side_effect = lambda path, body, **_: {**job, "status": body["status"]}
-    reconciler = Reconciler(kube, caches, memory=memory, clock=FakeClock(wall=NOW),  # type: ignore[arg-type]
-                            create_parallelism=2)
+    reconciler = Reconciler(kube, caches, memory=memory, clock=FakeClock(wall=NOW))
     with contextlib.suppress(RequeueError):
         reconciler.reconcile(key)
     # Later the pod fails and is deleted; the cache shows the slot empty, and nothing is pending.

@@ -49,7 +49,7 @@ def kube(mocker: MockerFixture) -> Mock:
 
 
 def reconciler(kube: Mock, caches: FakeCaches, now: datetime = NOW) -> Reconciler:
-    return Reconciler(kube, caches, clock=FakeClock(wall=now), create_parallelism=4)
+    return Reconciler(kube, caches, clock=FakeClock(wall=now))
 
 
 def test_new_job_creates_service_and_pods_and_leaves_the_status_to_the_next_reconcile(kube: Mock) -> None:
@@ -66,7 +66,7 @@ def test_new_job_creates_service_and_pods_and_leaves_the_status_to_the_next_reco
 def created_then_two_seconds_later(kube: Mock, caches: FakeCaches) -> Reconciler:
     """A reconciler that created the job's pods at NOW and whose clock now reads NOW + 2 s."""
     clock = FakeClock(wall=NOW)
-    rec = Reconciler(kube, caches, clock=clock, create_parallelism=4)
+    rec = Reconciler(kube, caches, clock=clock)
     rec.reconcile("ns/j")
     clock.step((LATER - NOW).total_seconds())
     return rec
@@ -174,7 +174,7 @@ def test_a_small_job_has_all_its_pods_created_in_one_concurrent_batch(kube: Mock
         return body
 
     kube.create.side_effect = create
-    rec = Reconciler(kube, FakeCaches(make_job(workers=5)), clock=FakeClock(wall=NOW), create_parallelism=8)
+    rec = Reconciler(kube, FakeCaches(make_job(workers=5)), clock=FakeClock(wall=NOW))
     outcome = rec.reconcile("ns/j")
     assert sorted(outcome.created) == ["j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4",
                                        "service/j"]

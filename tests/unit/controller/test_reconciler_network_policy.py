@@ -13,6 +13,7 @@ from pytest_mock import MockerFixture
 from api.defaults import apply_defaults
 from controller.job import netpol
 from controller.job.builders import build_service
+from controller.options import ControllerOptions
 from controller.reconciler import Reconciler, RequeueError
 from kube import ApiError, Kube
 from kube.clock import FakeClock
@@ -38,8 +39,8 @@ def kube(mocker: MockerFixture) -> Mock:
 
 
 def reconciler(kube: Mock, caches: FakeCaches, default_on: bool = False) -> Reconciler:
-    return Reconciler(kube, caches, clock=FakeClock(wall=NOW), create_parallelism=4,
-                      network_policies=caches.get_network_policy, network_policy_default=default_on)
+    return Reconciler(kube, caches, ControllerOptions(network_policy="on" if default_on else "off"),
+                      clock=FakeClock(wall=NOW))
 
 
 def owned_policy(job: dict[str, Any]) -> dict[str, Any]:
@@ -144,7 +145,7 @@ def test_a_policy_no_longer_wanted_is_deleted_by_uid(kube: Mock) -> None:
     kube.delete.assert_called_once_with(POLICIES + "/j-tfjob", uid="np-uid")
 
 
-def test_without_a_policy_cache_the_reconciler_never_touches_network_policies(kube: Mock) -> None:
-    caches = FakeCaches(make_job())
-    Reconciler(kube, caches, clock=FakeClock(wall=NOW), create_parallelism=4).reconcile("ns/j")
-    assert "NetworkPolicy" not in created_kinds(kube)
+def test_by_default_a_job_that_does_not_ask_for_isolation_gets_no_policy(kube: Mock) -> None:
+    job = tfjob("j", {"worker": role(2)}, namespace="ns", uid="job-uid", resourceVersion="10", generation=1)
+    Reconciler(kube, FakeCaches(job), clock=FakeClock(wall=NOW)).reconcile("ns/j")
+    assert sorted(created_kinds(kube)) == ["Pod", "Pod", "Service"]

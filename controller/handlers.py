@@ -1,0 +1,179 @@
+"""The informers' event handlers: turn each event into the key of the job it concerns, and enqueue it.
+
+Nothing else happens here -- no API call, no planning -- so an informer's thread is never held up.
+The rules of the routing, as client-go's sample-controller and Job controller have them:
+
+* A child (Pod, Service, NetworkPolicy, Kueue Workload) maps to its controlling job by the owner
+  reference's kind *and* UID (`owner_key`), so a leftover pod of a deleted job with the same name
+  never wakes the new one, and one reconciler serves TensorFlowJobs and TFJobs alike: a TFJob's key
+  names its kind (`TFJob:namespace/name`, `controller.job.kinds`). TFJobs another controller runs
+  (`runPolicy.managedBy`) are never queued.
+* Pod additions and routine pod updates are batched per job for the options' `pod_batch_period`
+  (client-go's Job controller does the same): the delaying queue keeps one entry per key, so every
+  event of the job within the period folds into one reconcile. A job's Service or NetworkPolicy
+  arriving (almost always the one its reconcile just created) joins that batch.
+* Updates that change nothing the pod cache keeps, or only bind the pod, are dropped, as is the
+  echo of our own status write (`JobMemory.wrote`); deletions, failures and disruptions go straight
+  in, so repairs stay immediate. A node turning (not) Ready or going away enqueues the jobs with
+  pods on it.
+* Handlers keep the job's memory in step: a pod seen lowers the creation expectation, a deletion
+  seen lowers the deletion expectation, and a deleted job is forgotten (`JobMemory.forget`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from api import podstate
+from controller.caches import JobCaches, node_is_ready
+from controller.job import podcache
+from controller.job.kinds import TFJOB, kind_of_owner
+from controller.memory import JobMemory
+from informers.store import controller_of, object_key
+from workqueue import RateLimitingQueue
+
+
+class JobEventHandlers:
+    """The handlers of one controller's informers (`wire` registers them); the methods are the
+    handlers themselves, so a test can deliver an event by calling one."""
+
+    def __init__(self, caches: JobCaches, queue: RateLimitingQueue[str], memory: JobMemory,
+                 pod_batch_period: float) -> None:
+        self.caches = caches
+        self.queue = queue
+        self.memory = memory
+        self.pod_batch_period = pod_batch_period
+
+    def wire(self) -> None:
+        caches = self.caches
+        caches.jobs.add_event_handler(on_add=self.job_added, on_update=self.job_updated, on_delete=self.job_deleted)
+        caches.pods.add_event_handler(on_add=self.pod_added, on_update=self.pod_updated,
+                                      on_delete=self.child_deleted)
+        caches.services.add_event_handler(on_add=self.child_created, on_update=self.child_updated,
+                                          on_delete=self.child_deleted)
+        if caches.tfjobs is not None:
+            caches.tfjobs.add_event_handler(on_add=self.tfjob_added, on_update=self.tfjob_updated,
+                                            on_delete=self.tfjob_deleted)
+        caches.network_policies.add_event_handler(on_add=self.child_created, on_update=self.child_updated,
+                                                  on_delete=self.child_deleted)
+        if caches.nodes is not None:
+            caches.nodes.add_event_handler(on_update=self.node_updated, on_delete=self.node_gone)
+        if caches.workloads is not None:
+            caches.workloads.add_event_handler(on_add=self.child_added, on_update=self.child_updated,
+                                               on_delete=self.child_deleted)
+
+    # ---- jobs ------------------------------------------------------------------------------------
+
+    def job_added(self, job: Mapping[str, Any]) -> None:
+        self.queue.add(object_key(job))
+
+    def job_updated(self, old: Mapping[str, Any], new: Mapping[str, Any], prefix: str = "") -> None:
+        key = prefix + object_key(new)
+        if old is not new and self.memory.wrote(key, new["metadata"].get("resourceVersion")):
+            return  # the echo of our own status write: the reconcile that wrote it saw everything else
+        self.queue.add(key)
+
+    def job_deleted(self, job: Mapping[str, Any], prefix: str = "") -> None:
+        key = prefix + object_key(job)
+        self.memory.forget(key)
+        self.queue.add(key)
+
+    # A TFJob's key names its kind; only TFJobs this operator runs are queued.
+
+    def tfjob_added(self, tfjob: Mapping[str, Any]) -> None:
+        if self.caches.serves(tfjob):
+            self.queue.add(TFJOB.key_prefix + object_key(tfjob))
+
+    def tfjob_updated(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+        if self.caches.serves(new):
+            self.job_updated(old, new, TFJOB.key_prefix)
+
+    def tfjob_deleted(self, tfjob: Mapping[str, Any]) -> None:
+        if self.caches.serves(tfjob):
+            self.job_deleted(tfjob, TFJOB.key_prefix)
+
+    # ---- children --------------------------------------------------------------------------------
+
+    def owner_key(self, obj: Mapping[str, Any]) -> str | None:
+        """The key of the job that controls `obj` (a TensorFlowJob or a TFJob, by kind and UID)."""
+        ref = controller_of(obj)
+        kind = kind_of_owner(ref) if ref is not None else None
+        if kind is None or ref is None:
+            return None
+        if kind is TFJOB and self.caches.tfjobs is None:
+            return None  # a TFJob's, while TFJobs are not served
+        name = f"{obj['metadata'].get('namespace')}/{ref.get('name')}"
+        job = self.caches.cached_job(kind, name)
+        if job is not None and job["metadata"].get("uid") != ref.get("uid"):
+            return None  # left over from an earlier job of the same name
+        return kind.key_prefix + name
+
+    def pod_added(self, pod: Mapping[str, Any]) -> None:
+        key = self.owner_key(pod)
+        if key is None:
+            return
+        self.memory.expectations.creation_observed(key, pod["metadata"]["name"])
+        self._enqueue_batched(key)
+
+    def pod_updated(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+        if old is new or podcache.same_projection(old, new) or podcache.only_bound(old, new):
+            return  # a resync, a change to fields the controller does not keep, or a binding
+        key = self.owner_key(new)
+        if key is None:
+            return
+        if podcache.is_urgent_change(old, new):
+            if podstate.is_terminating(new):
+                self.memory.expectations.deletion_observed(key, new["metadata"].get("uid", ""))
+            self.queue.add(key)
+        else:
+            self._enqueue_batched(key)
+
+    def child_created(self, obj: Mapping[str, Any]) -> None:
+        """A job's Service or NetworkPolicy arriving is routine (almost always the one its reconcile
+        just created): it joins the pods' batch instead of costing a reconcile of its own."""
+        key = self.owner_key(obj)
+        if key is not None:
+            self._enqueue_batched(key)
+
+    def child_added(self, obj: Mapping[str, Any]) -> None:
+        key = self.owner_key(obj)
+        if key is not None:
+            self.queue.add(key)
+
+    def child_updated(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+        key = self.owner_key(new)
+        if key is None:
+            return
+        if old is new:  # a resync: only the job's own resync matters
+            return
+        if new["metadata"].get("deletionTimestamp"):
+            self.memory.expectations.deletion_observed(key, new["metadata"].get("uid", ""))
+        self.queue.add(key)
+
+    def child_deleted(self, obj: Mapping[str, Any]) -> None:
+        key = self.owner_key(obj)
+        if key is None:
+            return
+        self.memory.expectations.deletion_observed(key, obj["metadata"].get("uid", ""))
+        self.queue.add(key)
+
+    def _enqueue_batched(self, key: str) -> None:
+        """Pod additions and routine updates wait `pod_batch_period`, and every event of the job
+        within it is folded into one reconcile (the delaying queue keeps one entry per key)."""
+        self.queue.add_after(key, self.pod_batch_period)
+
+    # ---- nodes -----------------------------------------------------------------------------------
+
+    def node_updated(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+        if old is not new and node_is_ready(old) != node_is_ready(new):
+            self._enqueue_jobs_on_node(new["metadata"]["name"])
+
+    def node_gone(self, node: Mapping[str, Any]) -> None:
+        self._enqueue_jobs_on_node(node["metadata"]["name"])
+
+    def _enqueue_jobs_on_node(self, node_name: str) -> None:
+        for pod in self.caches.pods_on_node(node_name):
+            key = self.owner_key(pod)
+            if key is not None:
+                self.queue.add(key)
