@@ -28,7 +28,7 @@ import pytest
 from devcluster.api import ApiError
 from devcluster.cluster import Cluster
 from devcluster.components import COMPONENTS
-from devcluster.waiting import wait_for
+from tests.support.polling import wait_for
 
 HERE = Path(__file__).resolve().parent
 LOG_TAIL_LINES = 40
@@ -76,7 +76,7 @@ def namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]
     # The ServiceAccount admission plugin is on: pods need the default ServiceAccount,
     # which the controller-manager creates right after the namespace.
     wait_for(lambda: cluster.api.get(f"/api/v1/namespaces/{name}/serviceaccounts/default"), 30,
-             f"ServiceAccount default in namespace {name}")
+             f"ServiceAccount default in namespace {name}", ignoring=ApiError)  # 404 until it is made
     yield name
     with contextlib.suppress(ApiError, OSError):  # a test may have deleted it already
         cluster.api.delete(f"/api/v1/namespaces/{name}")

@@ -17,9 +17,9 @@ import pytest
 
 from devcluster.api import ApiError
 from devcluster.cluster import Cluster
-from devcluster.waiting import wait_for
 from tests.support import jobs
 from tests.support.jobs import DEVCLUSTER_IMAGE, SIM_EXIT_AFTER, SIM_EXIT_CODE, role, tfjob
+from tests.support.polling import wait_for
 
 RESTART_IN_PLACE = "sim.tensorflowjob.kubeflow.org/restart-in-place"
 CRD_FILE = Path(__file__).resolve().parents[2] / "manifests" / "crd.yaml"

@@ -17,9 +17,9 @@ from typing import Any
 
 from devcluster.cluster import Cluster
 from devcluster.podlogs import LOG_ANNOTATION
-from devcluster.waiting import wait_for
 from tests.support import jobs
 from tests.support.jobs import DEVCLUSTER_IMAGE, SIM_EXIT_AFTER, SIM_EXIT_CODE
+from tests.support.polling import wait_for
 
 RESTART_IN_PLACE = "sim.tensorflowjob.kubeflow.org/restart-in-place"
 TF_CONFIG = json.dumps({"cluster": {"worker": ["w-0.j.ns.svc:2222", "w-1.j.ns.svc:2222"]},
@@ -99,8 +99,8 @@ def test_an_exit_ends_the_log_with_the_exit_code(cluster: Cluster, namespace: st
 def test_an_in_place_restart_keeps_the_old_log_as_previous(cluster: Cluster, namespace: str) -> None:
     create_pod(cluster, namespace, "again", {SIM_EXIT_CODE: "1", SIM_EXIT_AFTER: "1s", RESTART_IN_PLACE: "true"},
                restart_policy="OnFailure")
-    wait_for(lambda: pod(cluster, namespace, "again")["status"]["containerStatuses"][0]["restartCount"] >= 1, 30,
-             "an in-place restart")
+    wait_for(lambda: (pod(cluster, namespace, "again")["status"].get("containerStatuses") or [{}])[0]
+             .get("restartCount", 0) >= 1, 30, "an in-place restart")
 
     previous = logs(cluster, namespace, "again", "--previous")
 

@@ -8,7 +8,9 @@ allows and, when the condition never holds, fails saying what did not happen.
 * `eventually` — the same, answering True or False, for `assert eventually(...)`;
 * `until_empty` — until a list of what is still wrong is empty, failing with that list.
 
-Exceptions from the predicate are not swallowed: they fail the test at once.
+Exceptions from the predicate are not swallowed: they fail the test at once, unless `wait_for` is
+told which ones mean "not yet" (`ignoring=ApiError` while an object does not exist yet). The
+devcluster package polls with its own `devcluster.waiting.wait_for` (it imports nothing from tests).
 """
 
 from __future__ import annotations
@@ -20,15 +22,23 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-def wait_for(predicate: Callable[[], T], timeout: float, what: str, interval: float = 0.1) -> T:
+def wait_for(predicate: Callable[[], T], timeout: float, what: str, interval: float = 0.1, *,
+             ignoring: type[Exception] | tuple[type[Exception], ...] = ()) -> T:
     """Poll until `predicate()` is truthy and return that value; after `timeout` seconds fail with an
-    AssertionError naming `what` and the last value."""
+    AssertionError naming `what` and the last value (or the last exception it was told to ignore).
+
+    An exception of a type in `ignoring` counts as "not yet"; any other fails at once."""
     deadline = time.monotonic() + timeout
-    last: T | None = None
+    last: object = None
     while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
+        try:
+            value = predicate()
+        except ignoring as error:
+            last = error
+        else:
+            if value:
+                return value
+            last = value
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}; last value: {last!r}")
 

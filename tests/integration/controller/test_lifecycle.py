@@ -229,5 +229,9 @@ def test_clean_pod_policy_all_deletes_every_pod_and_the_service(tfjobs: Any) -> 
 @both_kinds
 def test_clean_pod_policy_none_keeps_every_pod(tfjobs: Any) -> None:
     finished_pods(tfjobs, "cn", "None")
-    time.sleep(2)  # give a wrong deletion the chance to show
+    # Not a pause but proof: a spec change the finished job ignores, once its observedGeneration shows
+    # it, means the operator has reconciled the finished job again; a wrong deletion would show by then.
+    generation = tfjobs.patch("cn", {"activeDeadlineSeconds": 86400})["metadata"]["generation"]
+    tfjobs.wait_for(lambda: tfjobs.status("cn").get("observedGeneration") == generation, 30,
+                    "the finished job reconciled after a spec change")
     assert tfjobs.pod_names("cn") == ["cn-chief-0", "cn-ps-0", "cn-worker-0", "cn-worker-1"]

@@ -29,8 +29,8 @@ from api.timeutil import format_time, utcnow
 from controller.kueue import protocol as kq
 from devcluster.cluster import Cluster
 from devcluster.kueue import Kueue
-from devcluster.waiting import wait_for
 from kube import ApiError, Kube, resource_path
+from tests.support.polling import wait_for
 
 CRD = pathlib.Path(__file__).resolve().parents[4] / "manifests" / "crd.yaml"
 LOG_TAIL_LINES = 40
