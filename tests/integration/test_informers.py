@@ -249,7 +249,7 @@ def tfjob_crd(cluster: Any, kube: Kube) -> None:
     kube.invalidate_discovery()
 
 
-# --- kube.py basics ----------------------------------------------------------------------------------
+# --- kube/client.py basics ---------------------------------------------------------------------------
 
 
 def test_create_get_patch_and_delete_round_trip(kube: Kube, namespace: str) -> None:

@@ -1,4 +1,4 @@
-"""Unit tests of `controller/retry.py`: which errors are retried, how long it waits, when it gives up.
+"""Unit tests of `kube/retry.py`: which errors are retried, how long it waits, when it gives up.
 
 Sleeps and jitter are injected, so nothing here waits for real.
 """
