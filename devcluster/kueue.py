@@ -1,6 +1,6 @@
 """`Kueue`: run a real Kueue manager (sigs.k8s.io/kueue, version in versions.env) against a devcluster.
 
-tfjob-operator speaks Kueue's Workload protocol itself (controller/kueue.py), so its tests need the
+tfjob-operator speaks Kueue's Workload protocol itself (controller/kueue/), so its tests need the
 real thing: Kueue's scheduler admitting, queueing and preempting Workloads. Kueue is normally
 installed in-cluster by kustomize (Deployment, webhooks, cert rotation); a devcluster has no
 kubelet, so here the manager runs as a plain host process with the admin kubeconfig, like the
