@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from .state import ClusterState, Layout
+
 
 class ApiError(RuntimeError):
     """A non-2xx answer; status and the decoded body are kept for callers that care."""
@@ -154,6 +156,13 @@ class ApiClient:
         except (OSError, ApiError, http.client.HTTPException):
             return False
         return True
+
+
+def admin_client(layout: Layout, state: ClusterState) -> ApiClient:
+    """A client of a cluster folder's API server, authenticated as its admin (system:masters)."""
+    pki = layout.pki
+    return ApiClient(f"https://127.0.0.1:{state.ports['kube-apiserver']}", pki / "ca.crt", pki / "admin.crt",
+                     pki / "admin.key")
 
 
 def probe_https(url: str, timeout: float = 5.0) -> bool:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import processes, realnodes
-from .api import ApiClient, ApiError, etcd_call, probe_https
+from .api import ApiClient, ApiError, admin_client, etcd_call, probe_https
 from .binaries import find_bin_dir, find_real_bin_dir
 from .components import (
     COMPONENTS,
@@ -173,8 +173,7 @@ class Cluster:
     @property
     def api(self) -> ApiClient:
         """A standard-library client authenticated as the admin."""
-        admin = self.layout.pki
-        return ApiClient(self.api_url, admin / "ca.crt", admin / "admin.crt", admin / "admin.key")
+        return admin_client(self.layout, self.state)
 
     def is_running(self, component: str) -> bool:
         component = canonical(component)
@@ -273,7 +272,9 @@ class Cluster:
         try:
             self.start_component("etcd", timeout=max(deadline - time.monotonic(), 1))
             self.start_component("kube-apiserver", timeout=max(deadline - time.monotonic(), 1))
-            from .podlogs import install_crd  # here: `python -m devcluster.podlogs` imports this package
+            # Imported here: `python -m devcluster.podlogs` runs that module as __main__ after importing
+            # this package, and must not find it imported already.
+            from .podlogs import install_crd
 
             install_crd(self.api)  # KWOK's Logs kind, established while the nodes are created
             for name in state.nodes:

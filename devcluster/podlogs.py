@@ -42,7 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .api import ApiClient, ApiError
+from .api import ApiClient, ApiError, admin_client
+from .state import ClusterState, Layout
 
 LOG_ANNOTATION = "sim.tensorflowjob.kubeflow.org/log"
 """Pod annotation: the lines every container of the pod prints after its start lines."""
@@ -376,15 +377,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m devcluster.podlogs", description=__doc__.splitlines()[0])
     parser.add_argument("--dir", required=True, help="the cluster folder")
     args = parser.parse_args(argv)
-    from .cluster import Cluster  # the cluster's API address and admin identity
-
-    cluster = Cluster(args.dir)
-    root = cluster.layout.pod_logs
+    layout = Layout(Path(args.dir))
+    state = ClusterState.load(layout.state_file)
+    if state is None:
+        parser.error(f"no cluster in {args.dir}")
+    root = layout.pod_logs
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
     print(f"pod-logs: writing container logs under {root}", file=sys.stderr, flush=True)
     try:
-        Agent(dataclasses.replace(cluster.api, keep_alive=True), root).run()
+        Agent(dataclasses.replace(admin_client(layout, state), keep_alive=True), root).run()
     except KeyboardInterrupt:
         return 0
     return 0
