@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install binaries real-node-deps test test-real unit lint run bench chaos clean tf-heartbeat
+.PHONY: install binaries real-node-deps real-binaries images test test-real unit lint run bench chaos clean tf-heartbeat
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,9 +18,18 @@ binaries:
 	bash devcluster/build-binaries.sh core
 
 # What real nodes need from Debian's packages (containerd, runc, CNI plugins, iptables, ipset, image
-# tools); their Go binaries (kubelet, kube-proxy, coredns, kube-router) and images are built on first use.
+# tools); real-binaries builds their Go binaries (kubelet, kube-proxy, coredns, kube-router) into the
+# cache outside the repo. Both are reused when present, like the control plane's binaries.
 real-node-deps:
 	bash devcluster/install-real-nodes.sh
+
+real-binaries:
+	bash devcluster/build-binaries.sh real
+
+# The pod sandbox and the TensorFlow image the examples use (no registry: built from Debian packages
+# and PyPI into ~/.cache/tfjob-operator/images/, imported into the real nodes by the tests).
+images: install real-node-deps
+	$(BIN)/python -m devcluster.images build --only pause --only tensorflow
 
 lint: install
 	$(BIN)/ruff check .
@@ -32,12 +41,13 @@ unit: install
 # The whole suite: lint, unit tests, integration tests against a local control plane that the test
 # session starts and stops itself (binaries built or reused from the cache), and the real-node
 # scenarios marked real_ci (real containers on a real node; the rest: `make test-real`).
-test: install binaries real-node-deps lint
+test: install binaries real-node-deps real-binaries images lint
 	$(BIN)/pytest tests -m "not real or real_ci"
 
 # Every scenario on real nodes: each example trains real TensorFlow, repairs, scaling, stall probes,
 # log following, NetworkPolicy, the operator in-cluster (about 25 min warm on two cores).
-test-real: install binaries real-node-deps
+test-real: install binaries real-node-deps real-binaries images
+	$(BIN)/python -m devcluster.images build --only operator
 	$(BIN)/pytest tests/real
 
 run: install binaries
