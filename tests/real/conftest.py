@@ -25,16 +25,13 @@ import pytest
 
 from devcluster.cluster import Cluster
 from devcluster.images import build_images
-from tests.real.kubectl import Kubectl
+from tests.real.costs import COSTS, record
+from tests.real.kubectl import Kubectl, wait_for
 from tests.support.operator import Operator
-from tests.support.polling import wait_for
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 CRD = ROOT / "manifests" / "crd.yaml"
-
-
-COSTS: list[tuple[str, float]] = []  # what the real-node tests cost, printed at the end of the session
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -45,7 +42,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if report.when == "call" and HERE in Path(report.fspath).resolve().parents:
-        COSTS.append((f"{report.nodeid.split('::', 1)[1]} ({report.outcome})", report.duration))
+        record(f"{report.nodeid.split('::', 1)[1]} ({report.outcome})", report.duration)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
@@ -69,7 +66,7 @@ def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     try:
         started = time.monotonic()
         cluster.up(nodes=0, real_nodes=1, pod_logs=False, timeout=600)
-        COSTS.append(("cluster up with one real node (binaries built or reused)", time.monotonic() - started))
+        record("cluster up with one real node (binaries built or reused)", time.monotonic() - started)
         prepare(cluster)
         yield cluster
     finally:
@@ -81,7 +78,7 @@ def prepare(cluster: Cluster) -> None:
     """The TensorFlow image imported (built on first use), the CRD installed and Established."""
     started = time.monotonic()
     cluster.load_images(build_images(which=("tensorflow",)).values())
-    COSTS.append(("TensorFlow image built or reused, and imported", time.monotonic() - started))
+    record("TensorFlow image built or reused, and imported", time.monotonic() - started)
     cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRD))
     wait_for(lambda: "Established" in cluster.kubectl(
         "get", "crd", "tensorflowjobs.kubeflow.org", "-o",

@@ -5,10 +5,20 @@ from __future__ import annotations
 
 import json
 import subprocess
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from api.names import JOB_NAME_LABEL
 from devcluster.cluster import Cluster
+from tests.support import polling
+
+T = TypeVar("T")
+POLL_SECONDS = 1.0  # every check runs kubectl, on the two cores that also run the training
+
+
+def wait_for(predicate: Callable[[], T], timeout: float, what: str) -> T:
+    """tests.support.polling.wait_for, polling once a second."""
+    return polling.wait_for(predicate, timeout, what, interval=POLL_SECONDS)
 
 
 class Kubectl:

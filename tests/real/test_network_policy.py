@@ -12,9 +12,8 @@ from typing import Any
 
 import yaml
 
-from tests.real.kubectl import Kubectl
+from tests.real.kubectl import Kubectl, wait_for
 from tests.support.operator import Operator
-from tests.support.polling import wait_for
 
 IMAGE = "tensorflow/tensorflow:2.21.0"
 TF_PORT = 2222

@@ -16,9 +16,8 @@ import yaml
 
 from devcluster.cluster import Cluster
 from devcluster.images import build_images
-from tests.real.kubectl import Kubectl
+from tests.real.kubectl import Kubectl, wait_for
 from tests.support.operator import Operator
-from tests.support.polling import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 SYSTEM = "tfjob-system"

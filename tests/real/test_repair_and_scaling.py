@@ -10,9 +10,8 @@ from typing import Any
 from devcluster.cluster import Cluster
 from tests.real.follow import JobLogs
 from tests.real.jobs import apply_example
-from tests.real.kubectl import Kubectl
+from tests.real.kubectl import Kubectl, wait_for
 from tests.support.operator import Operator
-from tests.support.polling import wait_for
 
 EXAMPLE = "parameter-server.yaml"
 TIMEOUT = 900.0

@@ -17,9 +17,8 @@ import yaml
 
 from devcluster.cluster import Cluster
 from tests.real.follow import JobLogs
-from tests.real.kubectl import Kubectl
+from tests.real.kubectl import Kubectl, wait_for
 from tests.support.operator import Operator
-from tests.support.polling import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGE = "tensorflow/tensorflow:2.21.0"
