@@ -140,3 +140,25 @@ def remove_veths() -> None:
     for line in out.splitlines():
         name = line.split(":")[1].strip().split("@")[0]
         _ip("link", "delete", name, check=False)
+
+
+def remove_kube_rules() -> int:
+    """Remove every iptables chain and rule named KUBE-* (kube-proxy's, kube-router's and the kubelet's
+    canaries), keeping all others, and the ipsets kube-router made; return how many lines went.
+
+    kube-proxy's and kube-router's own clean-up flags leave the kubelet's chains and, once the API
+    server is gone, some of their own; this is the usual `iptables-save | grep -v KUBE-` clean-up."""
+    removed = 0
+    for table in ("filter", "nat", "mangle"):
+        saved = subprocess.run(["iptables-save", "-t", table], capture_output=True, text=True, check=False).stdout
+        kept = [line for line in saved.splitlines() if "KUBE-" not in line]
+        removed += len(saved.splitlines()) - len(kept)
+        if len(kept) != len(saved.splitlines()):
+            subprocess.run(["iptables-restore"], input="\n".join(kept) + "\n", text=True, capture_output=True,
+                           check=False)
+    sets = subprocess.run(["ipset", "list", "-n"], capture_output=True, text=True, check=False).stdout.split()
+    for name in sets:
+        if name.startswith(("KUBE-", "kube-router")):
+            subprocess.run(["ipset", "destroy", name], capture_output=True, check=False)
+            removed += 1
+    return removed

@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import subprocess
 import urllib.request
 from pathlib import Path
 
@@ -158,10 +157,8 @@ def healthy(component: str, layout: Layout, state: ClusterState) -> bool:
 
 def clean_up(layout: Layout, state: ClusterState) -> None:
     """Remove what the real nodes leave once their processes are stopped: containers (under their
-    shims), the kubelet's and containerd's mounts, the pods' network namespaces, veths and the bridge."""
+    shims), the mounts, the pods' network namespaces, veths, the bridge, the KUBE-* iptables rules."""
     nodes = nodes_of(layout, state)
-    if nodes:
-        _remove_rules(Path(state.real_bin_dir), layout)
     for node in nodes:
         hostnet.kill_containers(node.containerd_socket)
         hostnet.unmount_under(node.kubelet_root)
@@ -171,11 +168,5 @@ def clean_up(layout: Layout, state: ClusterState) -> None:
     if nodes:
         hostnet.remove_veths()
         hostnet.delete_bridge()
+        hostnet.remove_kube_rules()
 
-
-def _remove_rules(binaries: Path, layout: Layout) -> None:
-    """The iptables rules and ipsets that kube-proxy and kube-router installed, by their own clean-up."""
-    for argv in ([str(binaries / "kube-proxy"), "--cleanup"],
-                 [str(binaries / "kube-router"), "--cleanup-config", f"--kubeconfig={layout.kubeconfig}"]):
-        if os.access(argv[0], os.X_OK):
-            subprocess.run(argv, capture_output=True, timeout=60, check=False)
