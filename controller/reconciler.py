@@ -19,11 +19,13 @@ it is given (`Caches`: the informer caches, `controller.caches.JobCaches`, never
   out as one write. The unwritten status lives only in memory: lost in a crash, it is recomputed;
 * then events, and the job's own deletion when its TTL expired.
 
-What only the API server can tell is folded back into the status here: a template it rejects
-(422) fails the job with `InvalidPodTemplate`; a name held by an object that is not ours gives a
-`NameConflict` condition and a Warning event and that object is left alone; a quota refusal is
-reported and retried with back-off. Those and transient errors end in `RequeueError`, which the
-worker turns into a rate-limited requeue.
+What only the API server can tell is classified here (`classify`: invalid, a name held by an
+object that is not ours, a quota refusal, the namespace going away, anything else) and handed to
+the pure core, `controller.job.refusals.fold_refusals`, which says what it means for the plan: a
+template the server rejects (422) fails the job with `InvalidPodTemplate` -- with the cleanup and
+TTL requeue of any failed job, whose deletions are then made here --, a name conflict or a quota
+refusal is reported and retried with back-off. What is to be retried, and transient errors, end in
+`RequeueError`, which the worker turns into a rate-limited requeue.
 
 Both kinds go through the same steps: the key says which (`controller.job.kinds`); a TFJob is
 planned as its job model and its status is stored as Kubeflow writes it.
@@ -48,11 +50,13 @@ from api import podstate
 from api.names import REPLICA_TYPE_LABEL
 from api.timeutil import format_time
 from controller.events import EventRecorder
+from controller.job.draft import Event, Plan, PodDeletion
 from controller.job.kinds import JobKind, parse_key
 from controller.job.kubeflow.model import ignored_fields
 from controller.job.mergepatch import merge_patch
 from controller.job.netpol import PolicyView, policy_name
-from controller.job.plan import Event, Plan, PodDeletion, plan_job
+from controller.job.plan import plan_job
+from controller.job.refusals import Cause, Refusal, fold_refusals
 from controller.kueue import protocol as kueue
 from controller.kueue.gate import KueueGate
 from controller.memory import JobMemory
@@ -120,6 +124,19 @@ def _count_created_as_active(plan: Plan, created: set[str]) -> None:
         entry = statuses.get(meta["labels"].get(REPLICA_TYPE_LABEL))
         if meta["name"] in created and entry is not None:
             entry["active"] = entry.get("active", 0) + 1
+
+
+def classify(kind: str, name: str, error: ApiError, invalid_reason: str = "InvalidPodTemplate") -> Refusal:
+    """What the API server's refusal to create (or patch) `kind` `name` was, for the pure core."""
+    if error.invalid:
+        return Refusal(kind, name, Cause.INVALID, error.message, invalid_reason)
+    if error.already_exists:
+        return Refusal(kind, name, Cause.NAME_TAKEN)
+    if error.quota_exceeded:
+        return Refusal(kind, name, Cause.QUOTA, error.message)
+    if error.not_found or error.namespace_terminating:
+        return Refusal(kind, name, Cause.GOING_AWAY)
+    return Refusal(kind, name, Cause.OTHER, str(error))
 
 
 def owned_by(obj: Mapping[str, Any], job_uid: str) -> bool:
@@ -213,7 +230,8 @@ class Reconciler:
         problems = self._delete_pods(key, plan.delete_pods, outcome)
         if plan.delete_service is not None:
             problems += self._delete_service(plan.delete_service, outcome)
-        policy_problems, hold_pods = self._network_policy(plan, job, foreign_policy, outcome)
+        refusals: list[Refusal] = []  # what the API server would not take, in the order it said so
+        policy_problems, hold_pods = self._network_policy(plan, job, foreign_policy, outcome, refusals)
         problems += policy_problems
         if hold_pods:  # fail closed: no pod runs without the isolation the job asked for
             plan.create_pods = []
@@ -221,17 +239,24 @@ class Reconciler:
                 plan.status.pop("startTime", None)
         if foreign_service:
             if plan.create_service is not None:
-                problems.append(self._name_conflict(plan, job, "Service", name))
+                refusals.append(Refusal("Service", name, Cause.NAME_TAKEN))
             plan.create_service = None
         service_created = None
         if plan.create_service is not None:  # (None when a foreign Service holds the name)
             # Alongside the first pod batch rather than before it: one round trip less per new job.
             service_created = self._pool.submit(self._create_service, job, plan.create_service, outcome)
         if plan.create_pods:
-            problems += self._create_pods(key, plan, job, outcome, pending_creates)
+            problems += self._create_pods(key, plan, job, outcome, pending_creates, refusals)
             _count_created_as_active(plan, pending_creates | set(outcome.created))
         if service_created is not None:
-            problems += self._service_problems(plan, job, name, service_created.result())
+            problems += self._service_problems(name, service_created.result(), refusals)
+        if refusals:  # the pure core says what they mean for the job; carry out what that adds
+            folded = fold_refusals(plan, job, refusals, pods=pods, service=None if foreign_service else service,
+                                   now=self.clock.wall(), pending_deletes=self.expectations.pending_deletions(key))
+            problems += folded.problems + self._delete_pods(key, folded.delete_pods, outcome)
+            if folded.delete_service is not None:
+                problems += self._delete_service(folded.delete_service, outcome)
+            outcome.requeue_after = plan.requeue_after
         if self._may_defer_status(plan, outcome, problems):
             self.memory.defer(key, job, plan.status)
             outcome.status_deferred = True
@@ -313,20 +338,21 @@ class Reconciler:
         foreign = cached is not None and not owned_by(cached, job_uid)
         return PolicyView(self.network_policy_default, None if foreign else cached), foreign
 
-    def _network_policy(self, plan: Plan, job: Mapping[str, Any], foreign: bool,
-                        outcome: Outcome) -> tuple[list[str], bool]:
+    def _network_policy(self, plan: Plan, job: Mapping[str, Any], foreign: bool, outcome: Outcome,
+                        refusals: list[Refusal]) -> tuple[list[str], bool]:
         """Carry out the plan for the NetworkPolicy: (problems, whether the pods must wait because
-        a policy the job wants does not exist)."""
+        a policy the job wants does not exist); what the API server refused goes to `refusals`."""
         if plan.delete_network_policy is not None:
             return self._delete_policy(plan.delete_network_policy, outcome), False
         if plan.patch_network_policy is not None:
-            return self._patch_policy(plan, job, *plan.patch_network_policy, outcome=outcome), False
+            return self._patch_policy(*plan.patch_network_policy, outcome=outcome, refusals=refusals), False
         body = plan.create_network_policy
         if body is None:
             return [], False
         name = body["metadata"]["name"]
         if foreign:
-            return [self._name_conflict(plan, job, "NetworkPolicy", name)], True
+            refusals.append(Refusal("NetworkPolicy", name, Cause.NAME_TAKEN))
+            return [], True
         group, version, plural = NETWORKING
         try:
             path = resource_path(group, version, plural, body["metadata"]["namespace"])
@@ -334,18 +360,20 @@ class Reconciler:
         except ApiError as error:
             outcome.server_asked_to_wait(error)
             if not error.already_exists:
-                return self._create_failed(plan, job, "NetworkPolicy", name, error, "InvalidNetworkPolicy"), True
+                refusals.append(classify("NetworkPolicy", name, error, "InvalidNetworkPolicy"))
+                return [], True
             owner = self._ours(job, plural, name, group=group, version=version)
             if owner is True:
                 return [], False  # the cache was behind
             if owner is None:
                 return [f"create networkpolicy {name}: it exists and its owner could not be read; retrying"], True
-            return [self._name_conflict(plan, job, "NetworkPolicy", name)], True
+            refusals.append(Refusal("NetworkPolicy", name, Cause.NAME_TAKEN))
+            return [], True
         outcome.created.append(f"networkpolicy/{name}")
         return [], False
 
-    def _patch_policy(self, plan: Plan, job: Mapping[str, Any], policy: Mapping[str, Any], patch: dict[str, Any],
-                      outcome: Outcome) -> list[str]:
+    def _patch_policy(self, policy: Mapping[str, Any], patch: dict[str, Any], outcome: Outcome,
+                      refusals: list[Refusal]) -> list[str]:
         meta = policy["metadata"]
         group, version, plural = NETWORKING
         try:
@@ -356,7 +384,8 @@ class Reconciler:
             if error.not_found or error.conflict:
                 return []  # gone or replaced meanwhile: its watch event brings the next reconcile
             if error.invalid:
-                return self._create_failed(plan, job, "NetworkPolicy", meta["name"], error, "InvalidNetworkPolicy")
+                refusals.append(classify("NetworkPolicy", meta["name"], error, "InvalidNetworkPolicy"))
+                return []
             return [f"patch networkpolicy {meta['name']}: {error}"]
         outcome.updated.append(f"networkpolicy/{meta['name']}")
         return []
@@ -390,17 +419,19 @@ class Reconciler:
         outcome.created.append(f"service/{meta['name']}")
         return None, None
 
-    def _service_problems(self, plan: Plan, job: Mapping[str, Any], name: str,
-                          created: tuple[ApiError | None, bool | None]) -> list[str]:
+    @staticmethod
+    def _service_problems(name: str, created: tuple[ApiError | None, bool | None],
+                          refusals: list[Refusal]) -> list[str]:
         error, owner = created
         if error is None or owner is True:
             return []  # created, or ours already (the cache was behind)
         if owner is None:
             return [f"create service {name}: it exists and its owner could not be read; retrying"]
-        return self._create_failed(plan, job, "Service", name, error)
+        refusals.append(classify("Service", name, error))
+        return []
 
     def _create_pods(self, key: str, plan: Plan, job: Mapping[str, Any], outcome: Outcome,
-                     pending: frozenset[str]) -> list[str]:
+                     pending: frozenset[str], refusals: list[Refusal]) -> list[str]:
         todo = [p for p in plan.create_pods if p["metadata"]["name"] not in pending]
         if not todo:
             return []
@@ -427,7 +458,7 @@ class Reconciler:
                 if owner is None:
                     problems.append(f"create pod {name}: it exists and its owner could not be read; retrying")
                 else:
-                    problems += self._create_failed(plan, job, "Pod", name, error)
+                    refusals.append(classify("Pod", name, error))
                 failed = True
             start += len(chunk)
             if failed:  # slow start: a systematic error costs one batch, not every pod
@@ -454,44 +485,6 @@ class Reconciler:
         except ApiError:
             return None
         return owned_by(existing, job["metadata"]["uid"])
-
-    def _create_failed(self, plan: Plan, job: Mapping[str, Any], kind: str, name: str, error: ApiError,
-                       invalid_reason: str = "InvalidPodTemplate") -> list[str]:
-        """Fold a create error into the plan's status and events; return what to requeue for."""
-        stamp = format_time(self.clock.wall())
-        conditions = plan.status["conditions"]
-        if error.invalid:
-            message = f"{kind} {name} was rejected by the API server: {error.message}"
-            cond.set_condition(conditions, cond.FAILED, True, invalid_reason, message, stamp)
-            cond.set_false_if_present(conditions, cond.RUNNING, invalid_reason, message, stamp)
-            cond.set_false_if_present(conditions, cond.RESTARTING, invalid_reason, message, stamp)
-            cond.set_false_if_present(conditions, cond.PENDING, invalid_reason, message, stamp)
-            plan.status["completionTime"] = stamp
-            plan.status["state"] = cond.state(conditions)
-            plan.events.append(Event("Warning", invalid_reason, message))
-            return []  # permanent: the job is Failed, nothing to retry
-        if error.already_exists:
-            return [self._name_conflict(plan, job, kind, name)]
-        if error.quota_exceeded:
-            message = f"Cannot create {kind} {name}: {error.message}; retrying with back-off."
-            cond.set_condition(conditions, cond.RUNNING, False, "QuotaExceeded", message, stamp)
-            plan.events.append(Event("Warning", "QuotaExceeded", message))
-            return [f"create {kind} {name}: quota exceeded"]
-        if error.not_found or error.namespace_terminating:
-            return []  # the namespace or the job is going away
-        message = f"Cannot create {kind} {name}: {error}"
-        plan.events.append(Event("Warning", f"FailedCreate{kind}", message))
-        return [message]
-
-    def _name_conflict(self, plan: Plan, job: Mapping[str, Any], kind: str, name: str) -> str:
-        message = (f"{kind} {name} already exists and is not owned by this {job.get('kind') or 'TensorFlowJob'}; "
-                   "it is left untouched. "
-                   f"Delete or rename it, or rename the job.")
-        changed = cond.set_condition(plan.status["conditions"], cond.RUNNING, False, "NameConflict", message,
-                                     format_time(self.clock.wall()))
-        if changed:
-            plan.events.append(Event("Warning", "NameConflict", message))
-        return f"{kind} {name}: name held by an object this job does not own"
 
     # ---- status --------------------------------------------------------------------------------
 

@@ -4,7 +4,9 @@
 informer cache) and decides everything: which pods and Service to create or delete, the full new
 status, events to emit, when to look again (deadlines and TTLs fire through `requeue_after`, not a
 periodic resync), and whether the job itself is due for deletion. It performs no I/O and reads no
-clock, so every rule is tested with plain dicts; `controller.reconciler` carries the plan out.
+clock, so every rule is tested with plain dicts; `controller.reconciler` carries the plan out. The
+plan and the edits every rule makes through it (conditions, deletions, failing the job with its
+cleanup and TTL requeue) are `controller.job.draft`'s, shared with `controller.job.refusals`.
 
 Decisions where the design leaves room (documented in docs/design.md §4):
 * Running = every desired pod that has not succeeded exists, is Running and has the current
@@ -24,17 +26,17 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from api import conditions as cond
 from api import podstate
-from api.defaults import BACKOFF_LIMIT, CLEAN_POD_POLICY, RESTART_POLICY
+from api.defaults import BACKOFF_LIMIT, RESTART_POLICY
 from api.names import role_selector
-from api.timeutil import format_time, parse_time
+from api.timeutil import parse_time
 from controller.job import netpol, pending, stalled
 from controller.job.builders import build_pod, build_service, desired_pod_keys
+from controller.job.draft import Event, Plan, PlanDraft
 from controller.job.profiles import Profile
 from controller.job.validation import Problem, validate_job
 from tfconfig import ROLES, SerializedCluster, role_replicas
@@ -43,62 +45,6 @@ FORCE_DELETE_AFTER = 15.0
 """Seconds past a pod's deletionTimestamp before a pod on a dead node is force-deleted."""
 
 NOT_READY = False
-
-
-@dataclass(frozen=True)
-class Event:
-    type: str  # Normal | Warning
-    reason: str
-    message: str
-
-
-@dataclass(frozen=True)
-class PodDeletion:
-    pod: Mapping[str, Any]
-    reason: str
-    force: bool = False
-
-
-@dataclass
-class Plan:
-    create_pods: list[dict[str, Any]] = field(default_factory=list)
-    delete_pods: list[PodDeletion] = field(default_factory=list)
-    create_service: dict[str, Any] | None = None
-    delete_service: Mapping[str, Any] | None = None
-    create_network_policy: dict[str, Any] | None = None
-    patch_network_policy: tuple[Mapping[str, Any], dict[str, Any]] | None = None  # (the policy, the patch)
-    delete_network_policy: Mapping[str, Any] | None = None
-    status: dict[str, Any] = field(default_factory=dict)
-    events: list[Event] = field(default_factory=list)
-    requeue_after: float | None = None
-    delete_job: bool = False
-
-    def requeue_in(self, seconds: float) -> None:
-        seconds = max(seconds, 0.0)
-        self.requeue_after = seconds if self.requeue_after is None else min(self.requeue_after, seconds)
-
-
-@dataclass
-class Observed:
-    """What the cache says about one job's children, sorted into slots."""
-
-    by_slot: dict[tuple[str, int], list[Mapping[str, Any]]]
-    strays: list[Mapping[str, Any]]  # ours, but with labels that name no slot
-
-    @classmethod
-    def sort(cls, pods: list[Mapping[str, Any]]) -> Observed:
-        by_slot: dict[tuple[str, int], list[Mapping[str, Any]]] = {}
-        strays = []
-        for pod in pods:
-            key = podstate.slot(pod)
-            if key is None:
-                strays.append(pod)
-            else:
-                by_slot.setdefault(key, []).append(pod)
-        return cls(by_slot, strays)
-
-    def all(self) -> list[Mapping[str, Any]]:
-        return [p for pods in self.by_slot.values() for p in pods] + self.strays
 
 
 def plan_job(
@@ -134,7 +80,7 @@ def plan_job(
     return planner.plan()
 
 
-class _Planner:
+class _Planner(PlanDraft):
     def __init__(
         self,
         job: Mapping[str, Any],
@@ -146,21 +92,10 @@ class _Planner:
         cluster_domain: str,
         gate: tuple[str, str] | None = None,
     ) -> None:
-        self.job = job
+        super().__init__(job, pods, service, copy.deepcopy(dict(job.get("status") or {})), now, pending_deletes)
         self.gate = gate
-        self.spec = job["spec"]
-        self.name = job["metadata"]["name"]
-        self.observed = Observed.sort(pods)
-        self.service = service
-        self.now = now
-        self.stamp = format_time(now)
         self.node_ready = node_ready
-        self.pending_deletes = pending_deletes
         self.cluster_domain = cluster_domain
-        self.status: dict[str, Any] = copy.deepcopy(dict(job.get("status") or {}))
-        self.conditions = cond.copy_conditions(self.status)
-        self.out = Plan()
-        self.deleting: set[str] = set()  # pod UIDs this plan deletes
         # Failed pods whose failure is already in retriedFailures (kept until they are gone), so a
         # crash between counting and deleting never counts one failure twice.
         self._counted_failed_pods: set[str] = set(self.status.get("countedFailedPods") or [])
@@ -168,7 +103,6 @@ class _Planner:
         self.profiles: Sequence[Profile] = ()
         self.source_problems: Sequence[Problem] | None = None
         self.validate: Callable[[Mapping[str, Any]], Sequence[Problem]] = validate_job
-        self.kind = str(job.get("kind") or "TensorFlowJob")
         self._serialized_cluster: SerializedCluster | None = None
 
     @property
@@ -184,7 +118,7 @@ class _Planner:
 
     def plan(self) -> Plan:
         if cond.find(self.conditions, cond.CREATED) is None:
-            self._condition(cond.CREATED, True, "JobCreated", f"{self.kind} {self.name} is created.")
+            self.condition(cond.CREATED, True, "JobCreated", f"{self.kind} {self.name} is created.")
         if cond.is_true(self.conditions, cond.SUCCEEDED) or cond.is_true(self.conditions, cond.FAILED):
             self._finished()
         else:
@@ -195,7 +129,7 @@ class _Planner:
     def _active(self) -> None:
         problems = self.validate(self.job) if self.source_problems is None else self.source_problems
         if problems:
-            self._fail("InvalidSpec", "; ".join(str(p) for p in problems))
+            self.fail("InvalidSpec", "; ".join(str(p) for p in problems))
             return
         self._network_policy()
         if self.spec.get("suspend"):
@@ -206,7 +140,7 @@ class _Planner:
             self._suspend(*self.gate)
             return
         if cond.is_true(self.conditions, cond.SUSPENDED):
-            self._condition(cond.SUSPENDED, False, "Resumed", f"{self.kind} {self.name} is resumed.")
+            self.condition(cond.SUSPENDED, False, "Resumed", f"{self.kind} {self.name} is resumed.")
             self.out.events.append(Event("Normal", "Resumed", f"{self.kind} {self.name} is resumed."))
             self.status.pop("startTime", None)
             self.status.pop("completionTime", None)
@@ -225,7 +159,7 @@ class _Planner:
 
     def _finished(self) -> None:
         succeeded = cond.is_true(self.conditions, cond.SUCCEEDED)
-        self._cleanup(succeeded)
+        self.clean_up(succeeded)
         self._handle_terminating()
         ttl = self.spec.get("ttlSecondsAfterFinished")
         finished_at = parse_time(self.status.get("completionTime")) or self.now
@@ -237,16 +171,6 @@ class _Planner:
                                              f"{self.kind} {self.name} finished {ttl}s ago; deleting it."))
             else:
                 self.out.requeue_in(remaining)
-
-    def _cleanup(self, succeeded: bool) -> None:
-        """Failed jobs delete active pods; finished pods then follow cleanPodPolicy."""
-        policy = self.spec.get("cleanPodPolicy", CLEAN_POD_POLICY)
-        for pod in self._live_pods():
-            still_running = podstate.is_active(pod) and (policy != "None" or not succeeded)
-            if still_running or policy == "All":
-                self._delete(pod, "JobFinished")
-        if policy == "All" and self.service is not None and not self.service["metadata"].get("deletionTimestamp"):
-            self.out.delete_service = self.service
 
     # ---- the job's NetworkPolicy ------------------------------------------------------------------
 
@@ -274,14 +198,14 @@ class _Planner:
     # ---- suspend ---------------------------------------------------------------------------------
 
     def _suspend(self, reason: str, message: str) -> None:
-        for pod in self._live_pods():
-            self._delete(pod, reason)
+        for pod in self.live_pods():
+            self.delete(pod, reason)
         if self.service is not None and not self.service["metadata"].get("deletionTimestamp"):
             self.out.delete_service = self.service
-        if self._condition(cond.SUSPENDED, True, reason, message):
+        if self.condition(cond.SUSPENDED, True, reason, message):
             self.out.events.append(Event("Normal", reason, message))
-        self._condition_false(cond.RUNNING, reason, message)
-        self._condition_false(cond.RESTARTING, reason, message)
+        self.condition_false(cond.RUNNING, reason, message)
+        self.condition_false(cond.RESTARTING, reason, message)
 
     # ---- deadline ------------------------------------------------------------------------------
 
@@ -294,7 +218,7 @@ class _Planner:
         if remaining > 0:
             self.out.requeue_in(remaining)
             return False
-        self._fail("DeadlineExceeded",
+        self.fail("DeadlineExceeded",
                    f"{self.kind} {self.name} ran longer than activeDeadlineSeconds={limit}.")
         return True
 
@@ -310,7 +234,7 @@ class _Planner:
             deadline = parse_time(pod["metadata"]["deletionTimestamp"]) or self.now
             remaining = (deadline + timedelta(seconds=FORCE_DELETE_AFTER) - self.now).total_seconds()
             if remaining <= 0:
-                self._delete(pod, "NodeNotReady", force=True)
+                self.delete(pod, "NodeNotReady", force=True)
             else:
                 self.out.requeue_in(remaining)
 
@@ -328,13 +252,13 @@ class _Planner:
         if not done:
             return False
         message = f"{self.kind} {self.name} succeeded: {who} completed."
-        self._condition(cond.SUCCEEDED, True, "JobSucceeded", message)
-        self._condition_false(cond.RUNNING, "JobSucceeded", message)
-        self._condition_false(cond.RESTARTING, "JobSucceeded", message)
+        self.condition(cond.SUCCEEDED, True, "JobSucceeded", message)
+        self.condition_false(cond.RUNNING, "JobSucceeded", message)
+        self.condition_false(cond.RESTARTING, "JobSucceeded", message)
         self.status["completionTime"] = self.stamp
         self.out.events.append(Event("Normal", "JobSucceeded", message))
-        self._cleanup(succeeded=True)
-        self._requeue_for_ttl()
+        self.clean_up(succeeded=True)
+        self.requeue_for_ttl()
         return True
 
     def _slot_succeeded(self, role: str, index: int) -> bool:
@@ -353,7 +277,7 @@ class _Planner:
                 if podstate.phase(pod) != "Failed":
                     continue
                 if podstate.is_disrupted(pod):
-                    self._delete(pod, "Disrupted")
+                    self.delete(pod, "Disrupted")
                     self.out.events.append(Event("Normal", "PodDisrupted", f"Pod {podstate.name(pod)} was disrupted "
                                                  f"({(pod.get('status') or {}).get('reason', 'DisruptionTarget')}); "
                                                  "replacing it (not counted against backoffLimit)."))
@@ -366,7 +290,7 @@ class _Planner:
                     why = f"exit code {code}" if code is not None else "pod failed"
                     if stalled.failed_pod_stalled(self.job, role, pod):
                         why += "; most likely stalled: its stall rule's liveness probe found no progress"
-                    self._fail("ReplicaFailed", f"{self.kind} {self.name} failed: {role} pod {podstate.name(pod)} "
+                    self.fail("ReplicaFailed", f"{self.kind} {self.name} failed: {role} pod {podstate.name(pod)} "
                                f"failed ({why}) and its restartPolicy is {policy}.")
                     return True
                 retried.append(pod)
@@ -376,7 +300,7 @@ class _Planner:
         of_limit = f"of backoffLimit {limit}" if limit is not None else "(no backoffLimit)"
         if limit is not None and restarts > limit:
             why = f" The last restarts: {stalls}." if stalls else ""
-            self._fail("BackoffLimitExceeded", f"{self.kind} {self.name} has failed {restarts} times, "
+            self.fail("BackoffLimitExceeded", f"{self.kind} {self.name} has failed {restarts} times, "
                        f"more than backoffLimit={limit}.{why}")
             return True
         if stalls and not retried:  # in-place restarts only: the job stays Running; an event says why
@@ -385,12 +309,12 @@ class _Planner:
             return False
         names = ", ".join(podstate.name(p) for p in retried)
         if self.spec.get("restartScope") == "All":
-            for pod in self._live_pods():
-                self._delete(pod, "RestartScopeAll")
+            for pod in self.live_pods():
+                self.delete(pod, "RestartScopeAll")
             message = f"Pod(s) {names} failed; restarting every pod of the job (restartScope All)."
         else:
             for pod in retried:
-                self._delete(pod, "PodFailed")
+                self.delete(pod, "PodFailed")
             message = f"Pod(s) {names} failed; recreating (restart {restarts} {of_limit})."
         if stalls:
             message += f" {stalls}."
@@ -406,7 +330,7 @@ class _Planner:
             if stalled.failed_pod_stalled(self.job, role, pod):
                 found.append(stalled.describe(pod))
         if counted_more:
-            for pod in self._live_pods():
+            for pod in self.live_pods():
                 role = (podstate.slot(pod) or ("", 0))[0]
                 if pod not in retried and role and stalled.restarted_after_stall(self.job, role, pod, self.now):
                     found.append(stalled.describe(pod))
@@ -427,7 +351,7 @@ class _Planner:
         if fresh or "retriedFailures" in self.status:
             self.status["retriedFailures"] = base
         self._counted_failed_pods.update(podstate.uid(p) for p in fresh)
-        live = sum(podstate.container_restarts(p) for p in self._live_pods() if p not in retried)
+        live = sum(podstate.container_restarts(p) for p in self.live_pods() if p not in retried)
         total = max(int(self.status.get("restartCount") or 0), base + live)
         self.status["restartCount"] = total
         return total
@@ -444,14 +368,14 @@ class _Planner:
                     continue
                 if key not in desired:
                     if podstate.is_active(pod) or podstate.phase(pod) == "Failed":
-                        self._delete(pod, "ScaledDown")
+                        self.delete(pod, "ScaledDown")
                         stale.append(pod)
                 elif podstate.is_active(pod) and podstate.cluster_hash(pod) != current_hash:
-                    self._delete(pod, "Rescaled")
+                    self.delete(pod, "Rescaled")
                     stale.append(pod)
         for pod in self.observed.strays:
             if not podstate.is_terminating(pod):
-                self._delete(pod, "Stray")
+                self.delete(pod, "Stray")
         if stale:
             self._restarting("Rescaled", f"The job's topology changed; {len(stale)} pod(s) are replaced "
                              "with the new TF_CONFIG.")
@@ -466,7 +390,7 @@ class _Planner:
                                                   self.profiles))
         # Pods that exist without a startTime were created by an operator that died before writing
         # it: start the clock now, or activeDeadlineSeconds would never fire.
-        if not self.status.get("startTime") and (self.out.create_pods or self._live_pods()):
+        if not self.status.get("startTime") and (self.out.create_pods or self.live_pods()):
             self.status["startTime"] = self.stamp
             limit = self.spec.get("activeDeadlineSeconds")
             if isinstance(limit, int):
@@ -487,11 +411,11 @@ class _Planner:
                 all_running = False
         if all_running:
             message = f"{self.kind} {self.name} is running."
-            if self._condition(cond.RUNNING, True, "JobRunning", message):
+            if self.condition(cond.RUNNING, True, "JobRunning", message):
                 self.out.events.append(Event("Normal", "JobRunning", message))
-            self._condition_false(cond.RESTARTING, "JobRunning", message)
+            self.condition_false(cond.RESTARTING, "JobRunning", message)
         elif cond.is_true(self.conditions, cond.RESTARTING):
-            self._condition_false(cond.RUNNING, "Restarting", "Pods are being replaced.")
+            self.condition_false(cond.RUNNING, "Restarting", "Pods are being replaced.")
 
     # ---- Pending: pods that cannot be scheduled or started ------------------------------------------
 
@@ -500,58 +424,23 @@ class _Planner:
         cannot be scheduled or started (a Warning event when the reason changes); False once no pod
         has such a problem. Only a job that ever had one carries the condition."""
         finished = any(cond.is_true(self.conditions, kind) for kind in (cond.SUCCEEDED, cond.FAILED, cond.SUSPENDED))
-        problem = None if finished else pending.summarize(self._live_pods())
+        problem = None if finished else pending.summarize(self.live_pods())
         if problem is None:
-            self._condition_false(cond.PENDING, "Resolved", "No pod of the job is waiting to be scheduled or "
+            self.condition_false(cond.PENDING, "Resolved", "No pod of the job is waiting to be scheduled or "
                                   "started with a problem.")
             return
         before = cond.find(self.conditions, cond.PENDING)
         was = before.get("reason") if before is not None and before.get("status") == "True" else None
-        if self._condition(cond.PENDING, True, problem.reason, problem.message) and was != problem.reason:
+        if self.condition(cond.PENDING, True, problem.reason, problem.message) and was != problem.reason:
             self.out.events.append(Event("Warning", problem.reason, problem.message))
 
     # ---- helpers -------------------------------------------------------------------------------
 
-    def _live_pods(self) -> list[Mapping[str, Any]]:
-        return [p for p in self.observed.all()
-                if not podstate.is_terminating(p) and podstate.uid(p) not in self.deleting
-                and podstate.uid(p) not in self.pending_deletes]
-
-    def _delete(self, pod: Mapping[str, Any], reason: str, force: bool = False) -> None:
-        pod_uid = podstate.uid(pod)
-        # A UID still pending was deleted by us and the cache has not caught up. (The informer
-        # lowers a graceful delete's expectation as soon as the pod shows its deletionTimestamp,
-        # so a terminating pod is only still pending when it was already force-deleted.)
-        if pod_uid in self.deleting or pod_uid in self.pending_deletes:
-            return
-        self.deleting.add(pod_uid)
-        self.out.delete_pods.append(PodDeletion(pod, reason, force))
-
     def _restarting(self, reason: str, message: str) -> None:
-        if self._condition(cond.RESTARTING, True, reason, message):
+        if self.condition(cond.RESTARTING, True, reason, message):
             warning = reason in ("PodFailed", "Stalled")
             self.out.events.append(Event("Warning" if warning else "Normal", reason, message))
-        self._condition_false(cond.RUNNING, reason, message)
-
-    def _fail(self, reason: str, message: str) -> None:
-        self._condition(cond.FAILED, True, reason, message)
-        self._condition_false(cond.RUNNING, reason, message)
-        self._condition_false(cond.RESTARTING, reason, message)
-        self.status["completionTime"] = self.stamp
-        self.out.events.append(Event("Warning", reason, message))
-        self._cleanup(succeeded=False)
-        self._requeue_for_ttl()
-
-    def _requeue_for_ttl(self) -> None:
-        ttl = self.spec.get("ttlSecondsAfterFinished")
-        if isinstance(ttl, int):
-            self.out.requeue_in(float(ttl))
-
-    def _condition(self, kind: str, value: bool, reason: str, message: str) -> bool:
-        return cond.set_condition(self.conditions, kind, value, reason, message, self.stamp)
-
-    def _condition_false(self, kind: str, reason: str, message: str) -> bool:
-        return cond.set_false_if_present(self.conditions, kind, reason, message, self.stamp)
+        self.condition_false(cond.RUNNING, reason, message)
 
     def _finish_status(self) -> Plan:
         status = self.status

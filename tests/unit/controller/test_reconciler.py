@@ -165,6 +165,18 @@ def test_rejected_template_fails_the_job_with_invalid_pod_template(kube: Mock) -
     assert len(pod_creates) == SLOW_START_INITIAL_BATCH  # the first batch failed; the other 12 were not tried
 
 
+def test_a_job_failed_by_a_rejected_create_is_cleaned_up_and_requeued_for_its_ttl(kube: Mock) -> None:
+    job = make_job(workers=3, ttlSecondsAfterFinished=60)
+    pods = running_pods(job)[1:]  # worker 0 is gone; the server rejects the pod that replaces it
+    kube.create.side_effect = ApiError(422, "Invalid", 'Pod "j-worker-0" is invalid: spec: Forbidden')
+    outcome = reconciler(kube, FakeCaches(job, pods, owned_service(job))).reconcile("ns/j")
+    assert sorted(outcome.deleted) == ["j-worker-1", "j-worker-2"]  # the failed job's cleanup
+    assert outcome.requeue_after == 60  # the TTL fires on time, as for a job the planner fails
+    status = kube.patch.call_args.args[1]["status"]
+    assert status["state"] == "Failed"
+    assert status["replicaStatuses"]["worker"]["active"] == 0
+
+
 def test_a_small_job_has_all_its_pods_created_in_one_concurrent_batch(kube: Mock) -> None:
     all_five_sent = threading.Barrier(5, timeout=5)
 
