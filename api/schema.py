@@ -345,7 +345,7 @@ def build_crd(component: Component) -> dict[str, Any]:
         {"name": "Completed", "type": "date", "jsonPath": ".status.completionTime", "priority": 1},
     ]
     names = {"kind": KIND, "listKind": f"{KIND}List", "plural": PLURAL, "singular": KIND.lower(),
-             "shortNames": ["tfjob"], "categories": ["all", "kubeflow"]}
+             "shortNames": ["tfjob"], "categories": ["kubeflow"]}
     return crd_document(names, schema, ".spec.worker.replicas", ".status.replicaStatuses.worker", columns)
 
 

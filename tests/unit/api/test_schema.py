@@ -101,3 +101,17 @@ def test_the_generator_reproduces_the_committed_files_byte_for_byte() -> None:
         pytest.skip(f"Kubernetes' OpenAPI document is not in the Go module cache ({source})")
     for relative, text in gen_crd.crd_files(gen_crd.inlined_components(source)).items():
         assert text == (ROOT / relative).read_text(), f"{relative} differs: run python hack/gen_crd.py"
+
+
+@pytest.mark.parametrize("relative", ["manifests/crd.yaml", "manifests/kubeflow/tensorflowjob-crd.yaml",
+                                      "manifests/kubeflow/tfjob-crd.yaml"])
+def test_no_crd_is_in_the_all_category_so_delete_all_leaves_training_jobs(relative: str) -> None:
+    committed = yaml.safe_load((ROOT / relative).read_text())
+    assert "all" not in committed["spec"]["names"].get("categories", [])
+    assert "kubeflow" in committed["spec"]["names"]["categories"]
+
+
+def test_no_builder_puts_a_crd_in_the_all_category() -> None:
+    component = components_of(crd())
+    for built in (build_crd(component), without_short_names(build_crd(component)), build_tfjob_crd(component)):
+        assert "all" not in built["spec"]["names"]["categories"]
