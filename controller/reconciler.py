@@ -52,7 +52,6 @@ from api.timeutil import format_time
 from controller.events import EventRecorder
 from controller.job.draft import Event, Plan, PodDeletion
 from controller.job.kinds import JobKind, parse_key
-from controller.job.kubeflow.model import ignored_fields
 from controller.job.mergepatch import merge_patch
 from controller.job.netpol import PolicyView, policy_name
 from controller.job.plan import plan_job
@@ -198,14 +197,13 @@ class Reconciler:
         service = self.caches.get_service(namespace, name)
         # A same-named Service that is not ours is never created over and never deleted.
         foreign_service = service is not None and not owned_by(service, uid)
-        # A TFJob has no spec.networkPolicy, and Kueue queues TFJobs through its own integration.
-        policy_view, foreign_policy = self._policy_view(namespace, name, uid) if not kind.is_tfjob else (None, False)
+        policy_view, foreign_policy = self._policy_view(namespace, name, uid) if kind.network_policy else (None, False)
         # Plan from the status the last pass left unwritten, if any; write (below) against `job`,
         # which holds what the server has.
         deferred = self.memory.take_deferred(key, job)
         planned = job if deferred is None else {**job, "status": deferred}
         decision = None
-        if self.kueue_gate is not None and not kind.is_tfjob and kueue.is_queued(planned):
+        if self.kueue_gate is not None and kind.kueue_gate and kueue.is_queued(planned):
             decision = self.kueue_gate.before_plan(planned)
         plan = plan_job(
             decision.job if decision else planned, pods, None if foreign_service else service,
@@ -214,8 +212,9 @@ class Reconciler:
             gate=decision.gate if decision else None, network_policy=policy_view, profiles=self.profiles,
             validate=lambda model: self.memory.validated(key, *kind.validation(stored, model)),
         )
-        if kind.is_tfjob and cond.find((planned.get("status") or {}).get("conditions") or [], cond.CREATED) is None:
-            plan.events += [Event("Warning", "IgnoredField", note) for note in ignored_fields(stored)]
+        ignored = kind.ignored_fields(stored)
+        if ignored and cond.find((planned.get("status") or {}).get("conditions") or [], cond.CREATED) is None:
+            plan.events += [Event("Warning", "IgnoredField", note) for note in ignored]
         outcome = Outcome(requeue_after=plan.requeue_after)
         cache_version = cached["metadata"].get("resourceVersion")
         if plan.status.get("retriedFailures") != (job.get("status") or {}).get("retriedFailures"):

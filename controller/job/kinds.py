@@ -1,14 +1,30 @@
-"""The two kinds of job the operator serves -- TensorFlowJob and Kubeflow's TFJob -- as one job model.
+"""The two kinds of job the operator serves -- TensorFlowJob and Kubeflow's TFJob -- and the one place
+that knows how they differ.
 
-A work-queue key says which kind it is: `namespace/name` for a TensorFlowJob (as it always was),
-`TFJob:namespace/name` for a TFJob (neither a namespace nor a name can hold a `:`). Each kind says
-where its objects live and how its stored object becomes the job model the planner reads, and the
-planner's status becomes the status it stores: for a TensorFlowJob both are the object itself (its
-defaults applied), for a TFJob the translation of `controller.job.kubeflow`. Pure.
+Everything else (the loop, the planner, the builders, the `tfjob-operator` command) holds a `JobKind`
+and asks it; nothing else asks which kind it holds. A kind says:
+
+* where its objects live (group, version, plural) and its work-queue key: `namespace/name` for a
+  TensorFlowJob (as it always was), `TFJob:namespace/name` for a TFJob (neither a namespace nor a
+  name can hold a `:`);
+* how its stored object becomes the job model the planner reads, and the planner's status becomes
+  the status it stores: for a TensorFlowJob both are the object itself (its defaults applied), for a
+  TFJob the translation of `controller.job.kubeflow`;
+* how it is validated (by the reconciler, and as a document by `validate` and `render`);
+* what its pods and Service carry: the owner reference naming it, and labels beyond the operator's
+  own (a TFJob's: Kubeflow's, for Kubeflow's tools);
+* what it takes part in: the job's own NetworkPolicy (`spec.networkPolicy`) and queueing through
+  this operator's Kueue gate -- a TensorFlowJob does both; a TFJob has no `spec.networkPolicy`, and
+  Kueue queues TFJobs through its own TFJob integration;
+* the fields it accepts but does not use (warned about until the job is created), and its
+  conversion to a TensorFlowJob (`tfjob-operator convert`).
+
+Pure.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +32,8 @@ from typing import Any
 from api import kubeflow
 from api.defaults import apply_defaults
 from api.names import GROUP, KIND, PLURAL, VERSION
-from controller.job.kubeflow.model import to_model
+from controller.job.kubeflow import labels as kubeflow_labels
+from controller.job.kubeflow.model import ignored_fields, to_model
 from controller.job.kubeflow.status import to_model_status, to_tfjob_status
 from controller.job.kubeflow.validation import validate_tfjob
 from controller.job.validation import Problem, validate_job
@@ -24,45 +41,132 @@ from controller.job.validation import Problem, validate_job
 Check = Callable[[Any], list[Problem]]
 
 
-@dataclass(frozen=True)
-class JobKind:
+@dataclass(frozen=True, eq=False)
+class JobKind(ABC):
+    """One kind of job: its API coordinates and everything that differs between the kinds."""
+
     name: str
     group: str
     version: str
     plural: str
     key_prefix: str
+    network_policy: bool
+    """Whether its jobs get their own NetworkPolicy (`spec.networkPolicy`, the operator's default)."""
+    kueue_gate: bool
+    """Whether its jobs queue through this operator's Kueue gate (`controller.kueue.gate`)."""
 
     @property
-    def is_tfjob(self) -> bool:
-        return self is TFJOB
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}"
 
     def key(self, namespace: str, name: str) -> str:
         return f"{self.key_prefix}{namespace}/{name}"
 
+    def owner_reference(self, job: Mapping[str, Any]) -> dict[str, Any]:
+        """The controller owner reference its pods, Service and NetworkPolicy carry."""
+        metadata = job["metadata"]
+        return {
+            "apiVersion": self.api_version,
+            "kind": self.name,
+            "name": metadata["name"],
+            "uid": metadata.get("uid", ""),
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+
+    @abstractmethod
     def model(self, stored: Mapping[str, Any]) -> dict[str, Any]:
-        """The job model of a stored job (the planner's input, its status included)."""
-        return to_model(stored) if self.is_tfjob else apply_defaults(stored)
+        """The job model of a stored job (the planner's input, its status included; a new dict)."""
 
+    @abstractmethod
     def model_status(self, stored_status: Mapping[str, Any]) -> dict[str, Any]:
-        return to_model_status(stored_status) if self.is_tfjob else dict(stored_status)
+        """The model's status of a stored status."""
 
+    @abstractmethod
     def stored_status(self, model: Mapping[str, Any], status: dict[str, Any], previous: Mapping[str, Any],
                       now: str) -> dict[str, Any]:
         """The status to store for the planner's `status` (`previous`: the stored one)."""
-        if not self.is_tfjob:
-            return status
+
+    @abstractmethod
+    def validation(self, stored: Mapping[str, Any], model: Mapping[str, Any]) -> tuple[Mapping[str, Any], Check]:
+        """What to validate and how (pure; the caller may remember the answer)."""
+
+    @abstractmethod
+    def validate(self, document: Any) -> list[Problem]:
+        """The problems of a document of this kind as written (`tfjob-operator validate`)."""
+
+    def pod_labels(self, job: Mapping[str, Any], role: str, index: int) -> dict[str, str]:
+        """Labels its pods carry beyond the operator's own."""
+        return {}
+
+    def service_labels(self, job: Mapping[str, Any]) -> dict[str, str]:
+        """Labels its Service carries beyond the operator's own."""
+        return {}
+
+    def ignored_fields(self, stored: Mapping[str, Any]) -> list[str]:
+        """Its fields that are accepted but not used, each with why (warned about until created)."""
+        return []
+
+
+@dataclass(frozen=True, eq=False)
+class TensorFlowJobKind(JobKind):
+    """This operator's own kind: the stored object is the job model, its defaults applied."""
+
+    def model(self, stored: Mapping[str, Any]) -> dict[str, Any]:
+        return apply_defaults(stored)
+
+    def model_status(self, stored_status: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(stored_status)
+
+    def stored_status(self, model: Mapping[str, Any], status: dict[str, Any], previous: Mapping[str, Any],
+                      now: str) -> dict[str, Any]:
+        return status
+
+    def validation(self, stored: Mapping[str, Any], model: Mapping[str, Any]) -> tuple[Mapping[str, Any], Check]:
+        """The model (the job the planner reads) as a TensorFlowJob."""
+        return model, validate_job
+
+    def validate(self, document: Any) -> list[Problem]:
+        return validate_job(document)
+
+
+@dataclass(frozen=True, eq=False)
+class TFJobKind(JobKind):
+    """Kubeflow's TFJob: planned as its translation, stored as Kubeflow writes it."""
+
+    def model(self, stored: Mapping[str, Any]) -> dict[str, Any]:
+        return to_model(stored)
+
+    def model_status(self, stored_status: Mapping[str, Any]) -> dict[str, Any]:
+        return to_model_status(stored_status)
+
+    def stored_status(self, model: Mapping[str, Any], status: dict[str, Any], previous: Mapping[str, Any],
+                      now: str) -> dict[str, Any]:
         return to_tfjob_status(status, (model.get("kubeflow") or {}).get("replicaTypes") or {},
                                model["metadata"]["name"], previous, now)
 
     def validation(self, stored: Mapping[str, Any], model: Mapping[str, Any]) -> tuple[Mapping[str, Any], Check]:
-        """What to validate and how (pure; the caller may remember the answer): a TFJob's stored
-        document as a TFJob, so problems name its own fields; a TensorFlowJob's model (the job the
-        planner reads) as a TensorFlowJob."""
-        return (stored, validate_tfjob) if self.is_tfjob else (model, validate_job)
+        """The stored document as a TFJob, so problems name its own fields."""
+        return stored, validate_tfjob
+
+    def validate(self, document: Any) -> list[Problem]:
+        return validate_tfjob(document)
+
+    def pod_labels(self, job: Mapping[str, Any], role: str, index: int) -> dict[str, str]:
+        """Kubeflow's labels, for Kubeflow's tools (its SDK, Kueue)."""
+        return kubeflow_labels.pod_labels(job, role, index)
+
+    def service_labels(self, job: Mapping[str, Any]) -> dict[str, str]:
+        return kubeflow_labels.service_labels(job)
+
+    def ignored_fields(self, stored: Mapping[str, Any]) -> list[str]:
+        return ignored_fields(stored)
 
 
-TENSORFLOWJOB = JobKind(KIND, GROUP, VERSION, PLURAL, "")
-TFJOB = JobKind(kubeflow.KIND, kubeflow.GROUP, kubeflow.VERSION, kubeflow.PLURAL, kubeflow.KIND + ":")
+TENSORFLOWJOB: JobKind = TensorFlowJobKind(KIND, GROUP, VERSION, PLURAL, "", network_policy=True, kueue_gate=True)
+TFJOB: JobKind = TFJobKind(kubeflow.KIND, kubeflow.GROUP, kubeflow.VERSION, kubeflow.PLURAL, kubeflow.KIND + ":",
+                           network_policy=False, kueue_gate=False)
+KINDS = (TENSORFLOWJOB, TFJOB)
 
 
 def parse_key(key: str) -> tuple[JobKind, str]:
@@ -77,4 +181,12 @@ def kind_of_owner(reference: Mapping[str, Any]) -> JobKind | None:
     api_version = str(reference.get("apiVersion", ""))
     if not api_version.startswith(GROUP + "/"):
         return None
-    return {KIND: TENSORFLOWJOB, kubeflow.KIND: TFJOB}.get(str(reference.get("kind")))
+    return next((kind for kind in KINDS if kind.name == reference.get("kind")), None)
+
+
+def kind_of_document(document: Any) -> JobKind:
+    """The kind of a job document by its `kind` (a TFJob, else a TensorFlowJob: anything else is
+    validated as one and its problems say so)."""
+    if isinstance(document, Mapping) and document.get("kind") == TFJOB.name:
+        return TFJOB
+    return TENSORFLOWJOB
