@@ -4,8 +4,9 @@ Both `tfjob-operator render` and the reconciler call these, so what a user previ
 Input is a defaulted job dict (see `api.defaults`); output is fresh dicts that share nothing
 with the input (the user's template — often an informer-cache object — is never mutated). The
 TensorFlow container also gets its role's stall probes (`stall`) and the operator's start-up
-profiles (`profiles`), each only where the template says nothing. A TFJob's model (kind TFJob,
-`controller.job.kubeflow`) gets the same objects, owned by the TFJob and with Kubeflow's labels too.
+profiles (`profiles`), each only where the template says nothing. The job's kind
+(`controller.job.kinds`, a TensorFlowJob unless told) gives the owner reference and any labels of its
+own: a TFJob's model gets the same objects, owned by the TFJob and with Kubeflow's labels too.
 """
 
 from __future__ import annotations
@@ -14,18 +15,9 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from api import kubeflow as kubeflow_names
 from api.defaults import RESTART_POLICY
-from api.names import (
-    API_VERSION,
-    CLUSTER_HASH_ANNOTATION,
-    JOB_NAME_LABEL,
-    KIND,
-    REPLICA_INDEX_LABEL,
-    REPLICA_TYPE_LABEL,
-)
-from controller.job.kubeflow import labels as kubeflow_labels
-from controller.job.kubeflow.model import is_tfjob_model
+from api.names import CLUSTER_HASH_ANNOTATION, JOB_NAME_LABEL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
+from controller.job.kinds import TENSORFLOWJOB, JobKind
 from controller.job.profiles import Profile, apply_profiles, profiles_for
 from controller.job.stall import with_stall_probes
 from tfconfig import (
@@ -43,20 +35,8 @@ from tfconfig import (
 POD_RESTART_POLICY = {"OnFailure": "OnFailure", "Always": "Always", "Never": "Never", "ExitCode": "Never"}
 
 
-def owner_reference(job: Mapping[str, Any]) -> dict[str, Any]:
-    metadata = job["metadata"]
-    tfjob = is_tfjob_model(job)
-    return {
-        "apiVersion": kubeflow_names.API_VERSION if tfjob else API_VERSION,
-        "kind": kubeflow_names.KIND if tfjob else KIND,
-        "name": metadata["name"],
-        "uid": metadata.get("uid", ""),
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
-
-
-def owned_metadata(job: Mapping[str, Any], name: str, labels: dict[str, str], annotations: dict[str, str]) -> dict:
+def owned_metadata(job: Mapping[str, Any], name: str, labels: dict[str, str], annotations: dict[str, str],
+                   kind: JobKind = TENSORFLOWJOB) -> dict:
     metadata: dict[str, Any] = {
         "name": name,
         "namespace": job["metadata"].get("namespace") or "default",
@@ -66,7 +46,7 @@ def owned_metadata(job: Mapping[str, Any], name: str, labels: dict[str, str], an
         metadata["annotations"] = annotations
     # Without a uid (an offline `render`) there is nothing to own yet; the controller always has one.
     if job["metadata"].get("uid"):
-        metadata["ownerReferences"] = [owner_reference(job)]
+        metadata["ownerReferences"] = [kind.owner_reference(job)]
     return metadata
 
 
@@ -79,13 +59,13 @@ def service_ports(job: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [{"name": f"tfjob-{port}", "port": port, "targetPort": port, "protocol": "TCP"} for port in ports]
 
 
-def build_service(job: Mapping[str, Any]) -> dict[str, Any]:
+def build_service(job: Mapping[str, Any], kind: JobKind = TENSORFLOWJOB) -> dict[str, Any]:
     """The job's single headless Service; pods resolve each other through it as `<pod>.<job>`."""
     name = job["metadata"]["name"]
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": owned_metadata(job, name, {JOB_NAME_LABEL: name, **_kubeflow_service_labels(job)}, {}),
+        "metadata": owned_metadata(job, name, {JOB_NAME_LABEL: name, **kind.service_labels(job)}, {}, kind),
         "spec": {
             "clusterIP": "None",
             # Peers must resolve before they are ready: TF servers wait for each other at start.
@@ -97,8 +77,9 @@ def build_service(job: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def build_pod(job: Mapping[str, Any], role: str, index: int, cluster_domain: str = "",
-              cluster: SerializedCluster | None = None, profiles: Sequence[Profile] = ()) -> dict[str, Any]:
-    """One pod of one role, with its TF_CONFIG, identity labels, owner and DNS identity.
+              cluster: SerializedCluster | None = None, profiles: Sequence[Profile] = (),
+              kind: JobKind = TENSORFLOWJOB) -> dict[str, Any]:
+    """One pod of one role, with its TF_CONFIG, identity labels (and its kind's), owner and DNS identity.
     `cluster` is `SerializedCluster.of(job, cluster_domain)`, when the caller builds many pods;
     `profiles` are the operator's start-up profiles (the job's opt-out is honoured here)."""
     job_name = job["metadata"]["name"]
@@ -112,9 +93,8 @@ def build_pod(job: Mapping[str, Any], role: str, index: int, cluster_domain: str
         JOB_NAME_LABEL: job_name,
         REPLICA_TYPE_LABEL: role,
         REPLICA_INDEX_LABEL: str(index),
+        **kind.pod_labels(job, role, index),
     }
-    if is_tfjob_model(job):  # and Kubeflow's labels, for Kubeflow's tools (its SDK, Kueue)
-        labels.update(kubeflow_labels.pod_labels(job, role, index))
     cluster = cluster or SerializedCluster.of(job, cluster_domain)
     annotations = {**(template_meta.get("annotations") or {}), CLUSTER_HASH_ANNOTATION: cluster.hash}
 
@@ -130,13 +110,9 @@ def build_pod(job: Mapping[str, Any], role: str, index: int, cluster_domain: str
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": owned_metadata(job, name, labels, annotations),
+        "metadata": owned_metadata(job, name, labels, annotations, kind),
         "spec": pod_spec,
     }
-
-
-def _kubeflow_service_labels(job: Mapping[str, Any]) -> dict[str, str]:
-    return kubeflow_labels.service_labels(job) if is_tfjob_model(job) else {}
 
 
 def _with_tf_settings(container: dict[str, Any], tf_config: str) -> dict[str, Any]:
@@ -155,7 +131,8 @@ def desired_pod_keys(job: Mapping[str, Any]) -> list[tuple[str, int]]:
     return [(role, index) for role in ROLES for index in range(role_replicas(spec, role))]
 
 
-def build_pods(job: Mapping[str, Any], cluster_domain: str = "",
-               profiles: Sequence[Profile] = ()) -> list[dict[str, Any]]:
+def build_pods(job: Mapping[str, Any], cluster_domain: str = "", profiles: Sequence[Profile] = (),
+               kind: JobKind = TENSORFLOWJOB) -> list[dict[str, Any]]:
     cluster = SerializedCluster.of(job, cluster_domain)
-    return [build_pod(job, role, index, cluster_domain, cluster, profiles) for role, index in desired_pod_keys(job)]
+    return [build_pod(job, role, index, cluster_domain, cluster, profiles, kind)
+            for role, index in desired_pod_keys(job)]

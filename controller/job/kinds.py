@@ -33,6 +33,7 @@ from api import kubeflow
 from api.defaults import apply_defaults
 from api.names import GROUP, KIND, PLURAL, VERSION
 from controller.job.kubeflow import labels as kubeflow_labels
+from controller.job.kubeflow.convert import Conversion, convert
 from controller.job.kubeflow.model import ignored_fields, to_model
 from controller.job.kubeflow.status import to_model_status, to_tfjob_status
 from controller.job.kubeflow.validation import validate_tfjob
@@ -107,6 +108,11 @@ class JobKind(ABC):
         """Its fields that are accepted but not used, each with why (warned about until created)."""
         return []
 
+    def to_tensorflowjob(self, document: Mapping[str, Any]) -> Conversion | None:
+        """A (valid) document of this kind as the equivalent TensorFlowJob, with notes on what does
+        not carry over (`tfjob-operator convert`); None when there is nothing to convert."""
+        return None
+
 
 @dataclass(frozen=True, eq=False)
 class TensorFlowJobKind(JobKind):
@@ -161,6 +167,9 @@ class TFJobKind(JobKind):
 
     def ignored_fields(self, stored: Mapping[str, Any]) -> list[str]:
         return ignored_fields(stored)
+
+    def to_tensorflowjob(self, document: Mapping[str, Any]) -> Conversion | None:
+        return convert(document)
 
 
 TENSORFLOWJOB: JobKind = TensorFlowJobKind(KIND, GROUP, VERSION, PLURAL, "", network_policy=True, kueue_gate=True)

@@ -24,6 +24,7 @@ from typing import Any
 
 from api.names import JOB_NAME_LABEL
 from controller.job.builders import owned_metadata
+from controller.job.kinds import TENSORFLOWJOB, JobKind
 from controller.job.mergepatch import merge_patch
 from tfconfig import DEFAULT_PORT, ROLES, role_port, role_replicas
 
@@ -83,12 +84,12 @@ def policy_spec(job: Mapping[str, Any]) -> dict[str, Any]:
     return {"podSelector": {"matchLabels": {JOB_NAME_LABEL: name}}, "policyTypes": ["Ingress"], "ingress": ingress}
 
 
-def build_network_policy(job: Mapping[str, Any]) -> dict[str, Any]:
+def build_network_policy(job: Mapping[str, Any], kind: JobKind = TENSORFLOWJOB) -> dict[str, Any]:
     name = job["metadata"]["name"]
     return {
         "apiVersion": API_VERSION,
         "kind": "NetworkPolicy",
-        "metadata": owned_metadata(job, policy_name(name), {JOB_NAME_LABEL: name}, {}),
+        "metadata": owned_metadata(job, policy_name(name), {JOB_NAME_LABEL: name}, {}, kind),
         "spec": policy_spec(job),
     }
 

@@ -37,6 +37,7 @@ from api.timeutil import parse_time
 from controller.job import netpol, pending, stalled
 from controller.job.builders import build_pod, build_service, desired_pod_keys
 from controller.job.draft import Event, Plan, PlanDraft
+from controller.job.kinds import TENSORFLOWJOB, JobKind
 from controller.job.profiles import Profile
 from controller.job.validation import Problem, validate_job
 from tfconfig import ROLES, SerializedCluster, role_replicas
@@ -61,6 +62,7 @@ def plan_job(
     profiles: Sequence[Profile] = (),
     problems: Sequence[Problem] | None = None,
     validate: Callable[[Mapping[str, Any]], Sequence[Problem]] = validate_job,
+    kind: JobKind = TENSORFLOWJOB,
 ) -> Plan:
     """Decide what to do for one (defaulted) job. `pending_deletes` holds UIDs of pods this
     controller already deleted whose deletion the cache has not shown yet: they are treated as
@@ -70,13 +72,15 @@ def plan_job(
     managed); `profiles` are the operator's start-up profiles for the pods it creates. `problems`, when
     given, are the job's problems; else `validate(job)` is asked, and only while the job is active
     (the reconciler passes a check it remembers per job and that validates a TFJob as one; the
-    default validates the model as a TensorFlowJob). A model that says `kind: TFJob` names that kind in
-    its messages; `backoffLimit: None` means no limit (Kubeflow's default for TFJobs)."""
+    default validates the model as a TensorFlowJob). `kind` is the job's kind (`controller.job.kinds`),
+    which the objects it creates are owned by and labelled for. A model that says `kind: TFJob` names
+    that kind in its messages; `backoffLimit: None` means no limit (Kubeflow's default for TFJobs)."""
     planner = _Planner(job, pods, service, now, node_ready, pending_deletes, cluster_domain, gate)
     planner.network_policy = network_policy
     planner.profiles = profiles
     planner.source_problems = problems
     planner.validate = validate
+    planner.job_kind = kind
     return planner.plan()
 
 
@@ -103,6 +107,7 @@ class _Planner(PlanDraft):
         self.profiles: Sequence[Profile] = ()
         self.source_problems: Sequence[Problem] | None = None
         self.validate: Callable[[Mapping[str, Any]], Sequence[Problem]] = validate_job
+        self.job_kind: JobKind = TENSORFLOWJOB
         self._serialized_cluster: SerializedCluster | None = None
 
     @property
@@ -189,7 +194,7 @@ class _Planner(PlanDraft):
                 self.out.delete_network_policy = existing
             return
         if existing is None:
-            self.out.create_network_policy = netpol.build_network_policy(self.job)
+            self.out.create_network_policy = netpol.build_network_policy(self.job, self.job_kind)
             return
         patch = netpol.spec_patch(existing, self.job)
         if patch is not None:
@@ -387,7 +392,7 @@ class _Planner(PlanDraft):
             if self.observed.by_slot.get((role, index)):
                 continue  # a pod (maybe terminating) still holds the name
             self.out.create_pods.append(build_pod(self.job, role, index, self.cluster_domain, self._cluster,
-                                                  self.profiles))
+                                                  self.profiles, self.job_kind))
         # Pods that exist without a startTime were created by an operator that died before writing
         # it: start the clock now, or activeDeadlineSeconds would never fire.
         if not self.status.get("startTime") and (self.out.create_pods or self.live_pods()):
@@ -396,7 +401,7 @@ class _Planner(PlanDraft):
             if isinstance(limit, int):
                 self.out.requeue_in(float(limit))
         if self.service is None:
-            self.out.create_service = build_service(self.job)
+            self.out.create_service = build_service(self.job, self.job_kind)
 
     # ---- Running -------------------------------------------------------------------------------
 

@@ -21,16 +21,11 @@ from typing import Any, NamedTuple
 
 import yaml
 
-from api import kubeflow
-from api.defaults import apply_defaults
 from api.documents import InputError, describe, is_companion, load_documents
 from controller.job import netpol
 from controller.job.builders import build_pods, build_service
-from controller.job.kubeflow.convert import convert
-from controller.job.kubeflow.model import to_model
-from controller.job.kubeflow.validation import validate_tfjob
+from controller.job.kinds import kind_of_document
 from controller.job.profile_file import ProfileError
-from controller.job.validation import validate_job
 from controller.options import DEFAULTS
 from controller.process.profiles import load_profiles
 
@@ -76,13 +71,9 @@ def _check_file(filename: str, companion_note: str) -> list[Checked] | None:
     return checked
 
 
-def _is_tfjob(doc: Any) -> bool:
-    return isinstance(doc, dict) and doc.get("kind") == kubeflow.KIND
-
-
 def _validate_document(doc: Any) -> list[Any]:
     """A TensorFlowJob's problems, or a TFJob's (by its kind)."""
-    return validate_tfjob(doc) if _is_tfjob(doc) else validate_job(doc)
+    return list(kind_of_document(doc).validate(doc))
 
 
 def _render(args: argparse.Namespace) -> int:
@@ -98,12 +89,12 @@ def _render(args: argparse.Namespace) -> int:
     for item in checked:
         if item.companion:
             continue
-        doc = item.doc
-        job = to_model(doc) if _is_tfjob(doc) else apply_defaults(doc)
-        if not _is_tfjob(doc) and netpol.wanted(job, args.network_policy == "on"):
-            objects.append(netpol.build_network_policy(job))
-        objects.append(build_service(job))
-        objects.extend(build_pods(job, args.cluster_domain, profiles))
+        kind = kind_of_document(item.doc)
+        job = kind.model(item.doc)
+        if kind.network_policy and netpol.wanted(job, args.network_policy == "on"):
+            objects.append(netpol.build_network_policy(job, kind))
+        objects.append(build_service(job, kind))
+        objects.extend(build_pods(job, args.cluster_domain, profiles, kind))
     if args.output == "json":
         print(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}, indent=2))
     else:
@@ -132,11 +123,11 @@ def _convert(args: argparse.Namespace) -> int:
         if item.companion:
             output.append(item.doc)
             continue
-        if not _is_tfjob(item.doc):
+        conversion = kind_of_document(item.doc).to_tensorflowjob(item.doc)
+        if conversion is None:
             print(f"error: {item.label}: not a TFJob (kind {item.doc.get('kind')!r}); nothing to convert",
                   file=sys.stderr)
             return 1
-        conversion = convert(item.doc)
         for note in conversion.notes:
             print(f"note: {item.label}: {note}", file=sys.stderr)
         output.append(conversion.job)

@@ -75,11 +75,6 @@ def to_model(tfjob: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def is_tfjob_model(job: Mapping[str, Any]) -> bool:
-    """Whether a job model stands for a TFJob (it then carries the `kubeflow` entry)."""
-    return "kubeflow" in job
-
-
 def ignored_fields(tfjob: Mapping[str, Any]) -> list[str]:
     """The TFJob's fields that are accepted but not used by this operator, each with why."""
     spec = tfjob.get("spec") or {}

@@ -12,6 +12,7 @@ from pytest_mock import MockerFixture
 
 from controller.events import EventRecorder
 from controller.job.builders import build_pods, build_service
+from controller.job.kinds import TFJOB
 from controller.job.kubeflow.model import to_model
 from controller.reconciler import Reconciler
 from kube import Kube
@@ -31,7 +32,7 @@ def a_tfjob(**run_policy: Any) -> dict[str, Any]:
 
 
 def running(job: dict[str, Any]) -> list[dict[str, Any]]:
-    pods = build_pods(to_model(job))
+    pods = build_pods(to_model(job), kind=TFJOB)
     for index, pod in enumerate(pods):
         pod["metadata"]["uid"] = f"p{index}"
         pod["status"] = {"phase": "Running"}
@@ -57,7 +58,7 @@ def test_a_tfjobs_pods_and_service_are_created_owned_by_the_tfjob(kube: Mock) ->
 
 def test_a_tfjobs_status_is_written_to_its_status_subresource_as_kubeflow_writes_it(kube: Mock) -> None:
     caches = FakeCaches(a_tfjob(), key=KEY)
-    caches.pods, caches.service = running(caches.job), build_service(to_model(caches.job))
+    caches.pods, caches.service = running(caches.job), build_service(to_model(caches.job), TFJOB)
     Reconciler(kube, caches, clock=FakeClock(wall=NOW)).reconcile(KEY)
     path, body = kube.patch.call_args.args
     assert path == STATUS_PATH
@@ -70,7 +71,7 @@ def test_a_tfjobs_status_is_written_to_its_status_subresource_as_kubeflow_writes
 
 def test_an_unchanged_tfjob_costs_no_status_write(kube: Mock) -> None:
     caches = FakeCaches(a_tfjob(), key=KEY)
-    caches.pods, caches.service = running(caches.job), build_service(to_model(caches.job))
+    caches.pods, caches.service = running(caches.job), build_service(to_model(caches.job), TFJOB)
     clock = FakeClock(wall=NOW)
     reconciler = Reconciler(kube, caches, clock=clock)
     reconciler.reconcile(KEY)

@@ -71,3 +71,9 @@ def test_only_a_tfjob_has_fields_it_ignores() -> None:
     tfjob = a_tfjob(schedulingPolicy={"queue": "q"})
     assert [note.split(" ")[0] for note in TFJOB.ignored_fields(tfjob)] == ["spec.runPolicy.schedulingPolicy"]
     assert TENSORFLOWJOB.ignored_fields(make_job(worker=1)) == []
+
+
+def test_only_a_tfjob_converts_to_a_tensorflowjob() -> None:
+    conversion = TFJOB.to_tensorflowjob(a_tfjob())
+    assert conversion is not None and conversion.job["kind"] == "TensorFlowJob"
+    assert TENSORFLOWJOB.to_tensorflowjob(make_job(worker=1)) is None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from controller.job.kubeflow.model import ignored_fields, is_tfjob_model, to_model
+from controller.job.kubeflow.model import ignored_fields, to_model
 from tests.support.kubeflow import replica, tfjob_manifest
 
 
@@ -43,7 +43,7 @@ def test_the_model_keeps_the_tfjobs_identity() -> None:
     tfjob = tfjob_manifest("j", {"Worker": replica(1)}, metadata={"namespace": "ns", "uid": "u1"})
     model = to_model(tfjob)
     assert (model["kind"], model["apiVersion"], model["metadata"]["uid"]) == ("TFJob", "kubeflow.org/v1", "u1")
-    assert is_tfjob_model(model)
+    assert model["kubeflow"] == {"replicaTypes": {"worker": "Worker"}}
 
 
 def test_the_tfjob_is_not_changed_by_the_translation() -> None:
