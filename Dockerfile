@@ -5,7 +5,9 @@
 # dependencies (no compilers, no pip, no caches, no sources beyond the installed packages). The
 # runtime runs as an unprivileged numeric user (65532, matching the Deployment's runAsUser) on a
 # read-only root filesystem: nothing is written at run time (no .pyc, logs go to stdout).
-# `api.crd` reads the CRD schema from $TFJOB_CRD (and the TFJob CRD's from $TFJOB_KUBEFLOW_CRD).
+# The CRDs are package data of `api` (api/crds/ links to manifests/crd.yaml and
+# manifests/kubeflow/tfjob-crd.yaml; the wheel carries their contents). The final stage also keeps
+# them at $TFJOB_CRD / $TFJOB_KUBEFLOW_CRD, the same files, which `api.crd` then reads.
 
 ARG PYTHON_IMAGE=python:3.11.7-slim-bookworm
 
@@ -52,6 +54,9 @@ yarl==1.25.1
 CONSTRAINTS
 COPY setup.cfg pyproject.toml README.md ./
 COPY api/ api/
+# The CRDs api/crds/ links to, so the installed package carries them.
+COPY manifests/crd.yaml manifests/crd.yaml
+COPY manifests/kubeflow/tfjob-crd.yaml manifests/kubeflow/tfjob-crd.yaml
 COPY kube/ kube/
 COPY controller/ controller/
 COPY informers/ informers/

@@ -16,7 +16,8 @@ stall rule, network isolation and the other production features). Run:
 `python hack/gen_crd.py [path/to/api__v1_openapi.json]`.
 
 It also writes manifests/kubeflow/: the same CRD without its short name, and the CRD of Kubeflow's
-`TFJob` kind as this operator serves it (api/kubeflow_schema.py, docs/kubeflow.md).
+`TFJob` kind as this operator serves it (api/kubeflow_schema.py, docs/kubeflow.md). api/crds/ links to
+manifests/crd.yaml and manifests/kubeflow/tfjob-crd.yaml: the wheel ships them as package data of `api`.
 """
 
 from __future__ import annotations
