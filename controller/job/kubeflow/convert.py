@@ -6,23 +6,25 @@ Kubeflow's defaults for the TFJob kind are written out (a replica's `restartPoli
 behaves as the TFJob did under this operator; the run policy moves to the top of the spec, replica
 types become roles (Master becomes the chief). The notes say, field by field, what has no
 TensorFlowJob equivalent or behaves differently.
+
+It is the job model (`model.to_model`, the translation the operator plans a TFJob by) written out as
+a TensorFlowJob: what the model leaves implicit (no backoff limit, no success policy) is spelled
+the way a TensorFlowJob says it.
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from api.defaults import TFJOB_CLEAN_POD_POLICY, TFJOB_RESTART_POLICY
-from api.kubeflow import MASTER, ROLE_OF_TYPE
+from api.kubeflow import MASTER
 from api.names import API_VERSION, KIND
-from controller.job.kubeflow.model import ignored_fields, replica_specs
+from controller.job.kubeflow.model import RUN_POLICY_FIELDS, ignored_fields, to_model
+from tfconfig import ROLES
 
 NO_LIMIT = 2**31 - 1  # the largest int32: Kubeflow's "unset" backoffLimit, which means no limit
 KEPT_METADATA = ("name", "namespace", "labels", "annotations")
-ROLE_ORDER = ("chief", "ps", "worker", "evaluator")
 
 
 @dataclass
@@ -33,40 +35,33 @@ class Conversion:
 
 def convert(tfjob: Mapping[str, Any]) -> Conversion:
     """The TensorFlowJob for a (valid) TFJob, and the notes on what does not carry over."""
-    metadata = tfjob.get("metadata") or {}
-    spec = tfjob.get("spec") or {}
-    run_policy = spec.get("runPolicy") or {}
+    model = to_model(tfjob)
+    spec = model["spec"]
     notes: list[str] = []
-    roles: dict[str, Any] = {}
-    for replica_type, replica in replica_specs(tfjob).items():
-        role = ROLE_OF_TYPE[replica_type]
-        roles[role] = {"replicas": replica.get("replicas", 1),
-                       "restartPolicy": replica.get("restartPolicy") or TFJOB_RESTART_POLICY,
-                       "template": copy.deepcopy(dict(replica.get("template") or {}))}
-        if replica_type == MASTER:
-            notes.append("spec.tfReplicaSpecs.Master becomes spec.chief: its pod is <name>-chief-0 and its "
-                         "TF_CONFIG task type is chief")
-    out: dict[str, Any] = {role: roles[role] for role in ROLE_ORDER if role in roles}
-    out["cleanPodPolicy"] = run_policy.get("cleanPodPolicy") or TFJOB_CLEAN_POD_POLICY
-    for name in ("ttlSecondsAfterFinished", "activeDeadlineSeconds"):
-        if run_policy.get(name) is not None:
-            out[name] = run_policy[name]
-    if run_policy.get("backoffLimit") is not None:
-        out["backoffLimit"] = run_policy["backoffLimit"]
+    if model["kubeflow"]["replicaTypes"].get("chief") == MASTER:
+        notes.append("spec.tfReplicaSpecs.Master becomes spec.chief: its pod is <name>-chief-0 and its "
+                     "TF_CONFIG task type is chief")
+    out: dict[str, Any] = {role: spec[role] for role in ROLES if role in spec}
+    out["cleanPodPolicy"] = spec["cleanPodPolicy"]
+    out.update({name: spec[name] for name in RUN_POLICY_FIELDS if name in spec})
+    if spec["backoffLimit"] is not None:
+        out["backoffLimit"] = spec["backoffLimit"]
     else:
         out["backoffLimit"] = NO_LIMIT
         notes.append(f"spec.runPolicy.backoffLimit is unset (no limit for a TFJob): backoffLimit is {NO_LIMIT}, "
                      "the largest allowed (a TensorFlowJob's default is 6)")
-    if spec.get("successPolicy"):
+    if spec["successPolicy"]:
         out["successPolicy"] = spec["successPolicy"]
-    if run_policy.get("suspend"):
+    if spec["suspend"]:
         out["suspend"] = True
-    if run_policy.get("managedBy"):
-        notes.append(f"spec.runPolicy.managedBy ({run_policy['managedBy']}) does not carry over: this operator "
+    managed_by = ((tfjob.get("spec") or {}).get("runPolicy") or {}).get("managedBy")
+    if managed_by:
+        notes.append(f"spec.runPolicy.managedBy ({managed_by}) does not carry over: this operator "
                      "runs every TensorFlowJob")
     notes += ignored_fields(tfjob)
-    if "evaluator" in roles:
+    if "evaluator" in out:
         notes.append("the evaluator is not listed in TF_CONFIG's cluster (Kubeflow's operator listed it); its own "
                      "TF_CONFIG says task type evaluator")
-    kept = {k: copy.deepcopy(metadata[k]) for k in KEPT_METADATA if metadata.get(k)}
+    metadata = model["metadata"]
+    kept = {k: metadata[k] for k in KEPT_METADATA if metadata.get(k)}
     return Conversion({"apiVersion": API_VERSION, "kind": KIND, "metadata": kept, "spec": out}, notes)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from api.defaults import apply_defaults
 from controller.job.kubeflow.convert import NO_LIMIT, convert
+from controller.job.kubeflow.model import to_model
 from controller.job.validation import validate_job
 from tests.support.kubeflow import replica, tfjob_manifest
 
@@ -37,3 +39,11 @@ def test_what_does_not_carry_over_is_named_field_by_field() -> None:
     tfjob["spec"]["enableDynamicWorker"] = True
     assert [note.split(" ")[0] for note in convert(tfjob).notes] == [
         "spec.runPolicy.managedBy", "spec.runPolicy.schedulingPolicy", "spec.enableDynamicWorker", "the"]
+
+
+def test_the_tensorflowjob_plans_as_the_tfjobs_own_model() -> None:
+    tfjob = tfjob_manifest("j", {"Master": replica(1), "PS": replica(1), "Worker": replica(3)},
+                           backoffLimit=2, activeDeadlineSeconds=600, cleanPodPolicy="All",
+                           metadata={"namespace": "a", "uid": "u"})
+    model, converted = to_model(tfjob)["spec"], apply_defaults(convert(tfjob).job)["spec"]
+    assert {k: converted[k] for k in model} == model
