@@ -30,7 +30,6 @@ from api import kubeflow
 from api.names import GROUP, JOB_NAME_LABEL, PLURAL, VERSION
 from controller.job import podcache
 from controller.job.kinds import TENSORFLOWJOB, TFJOB, JobKind, parse_key
-from controller.job.kubeflow import ownership
 from controller.kueue import protocol as kueue
 from controller.options import ControllerOptions
 from informers.factory import InformerFactory
@@ -96,6 +95,7 @@ class JobCaches:
             serve_tfjobs = tfjob_crd_is_ours(kube)
         self.tfjobs = (build("tfjobs", TFJOB.group, TFJOB.version, TFJOB.plural, resync_period=options.resync,
                              store=shared()) if serve_tfjobs else None)
+        self._informers: dict[JobKind, SharedInformer | None] = {TENSORFLOWJOB: self.jobs, TFJOB: self.tfjobs}
         use_kueue = options.use_kueue
         if use_kueue is None:
             use_kueue = kube.has_api(kueue.GROUP, kueue.VERSION, kueue.WORKLOAD_KIND)
@@ -110,17 +110,21 @@ class JobCaches:
         """The job a key names, from its kind's cache (None for a TFJob another controller runs)."""
         kind, name = parse_key(key)
         job = self.cached_job(kind, name)
-        return job if job is None or kind is TENSORFLOWJOB or self.serves(job) else None
+        return job if job is None or kind.serves(job, self.serve_unmanaged_tfjobs) else None
 
     def cached_job(self, kind: JobKind, name: str) -> Mapping[str, Any] | None:
         """The cached job of that kind and `namespace/name`, whoever runs it (None when the kind
         is not served)."""
-        informer = self.jobs if kind is TENSORFLOWJOB else self.tfjobs
+        informer = self._informers[kind]
         return informer.get(name) if informer is not None else None
+
+    def serves_kind(self, kind: JobKind) -> bool:
+        """Whether jobs of that kind are served (read and written) at all."""
+        return self._informers[kind] is not None
 
     def serves(self, tfjob: Mapping[str, Any]) -> bool:
         """Whether this operator runs the TFJob (`runPolicy.managedBy`)."""
-        return ownership.serves(tfjob, self.serve_unmanaged_tfjobs)
+        return TFJOB.serves(tfjob, self.serve_unmanaged_tfjobs)
 
     # ---- a job's objects, nodes, Kueue -----------------------------------------------------------
 

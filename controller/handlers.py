@@ -101,7 +101,7 @@ class JobEventHandlers:
         kind = kind_of_owner(ref) if ref is not None else None
         if kind is None or ref is None:
             return None
-        if kind is TFJOB and self.caches.tfjobs is None:
+        if not self.caches.serves_kind(kind):
             return None  # a TFJob's, while TFJobs are not served
         name = f"{obj['metadata'].get('namespace')}/{ref.get('name')}"
         job = self.caches.cached_job(kind, name)

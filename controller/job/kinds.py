@@ -16,6 +16,8 @@ and asks it; nothing else asks which kind it holds. A kind says:
 * what it takes part in: the job's own NetworkPolicy (`spec.networkPolicy`) and queueing through
   this operator's Kueue gate -- a TensorFlowJob does both; a TFJob has no `spec.networkPolicy`, and
   Kueue queues TFJobs through its own TFJob integration;
+* whether this operator runs a given job of the kind (every TensorFlowJob; a TFJob by its
+  `runPolicy.managedBy`);
 * the fields it accepts but does not use (warned about until the job is created), and its
   conversion to a TensorFlowJob (`tfjob-operator convert`).
 
@@ -33,6 +35,7 @@ from api import kubeflow
 from api.defaults import apply_defaults
 from api.names import GROUP, KIND, PLURAL, VERSION
 from controller.job.kubeflow import labels as kubeflow_labels
+from controller.job.kubeflow import ownership
 from controller.job.kubeflow.convert import Conversion, convert
 from controller.job.kubeflow.model import ignored_fields, to_model
 from controller.job.kubeflow.status import to_model_status, to_tfjob_status
@@ -104,6 +107,11 @@ class JobKind(ABC):
         """Labels its Service carries beyond the operator's own."""
         return {}
 
+    def serves(self, stored: Mapping[str, Any], serve_unmanaged: bool) -> bool:
+        """Whether this operator runs the job (`serve_unmanaged`: whether it runs the jobs of its kind
+        that name no controller)."""
+        return True
+
     def ignored_fields(self, stored: Mapping[str, Any]) -> list[str]:
         """Its fields that are accepted but not used, each with why (warned about until created)."""
         return []
@@ -164,6 +172,10 @@ class TFJobKind(JobKind):
 
     def service_labels(self, job: Mapping[str, Any]) -> dict[str, str]:
         return kubeflow_labels.service_labels(job)
+
+    def serves(self, stored: Mapping[str, Any], serve_unmanaged: bool) -> bool:
+        """By its `runPolicy.managedBy` (`controller.job.kubeflow.ownership`)."""
+        return ownership.serves(stored, serve_unmanaged)
 
     def ignored_fields(self, stored: Mapping[str, Any]) -> list[str]:
         return ignored_fields(stored)

@@ -77,3 +77,10 @@ def test_only_a_tfjob_converts_to_a_tensorflowjob() -> None:
     conversion = TFJOB.to_tensorflowjob(a_tfjob())
     assert conversion is not None and conversion.job["kind"] == "TensorFlowJob"
     assert TENSORFLOWJOB.to_tensorflowjob(make_job(worker=1)) is None
+
+
+def test_every_tensorflowjob_is_served_and_a_tfjob_by_its_managed_by() -> None:
+    assert TENSORFLOWJOB.serves(make_job(worker=1), serve_unmanaged=False)
+    assert TFJOB.serves(a_tfjob(), serve_unmanaged=True) and not TFJOB.serves(a_tfjob(), serve_unmanaged=False)
+    assert not TFJOB.serves(a_tfjob(managedBy="kubeflow.org/training-operator"), serve_unmanaged=True)
+    assert TFJOB.serves(a_tfjob(managedBy="tensorflowjob.kubeflow.org/tfjob-operator"), serve_unmanaged=False)
