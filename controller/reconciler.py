@@ -210,7 +210,7 @@ class Reconciler:
             now=self.clock.wall(), node_ready=self.caches.node_ready,
             pending_deletes=self.expectations.pending_deletions(key), cluster_domain=self.cluster_domain,
             gate=decision.gate if decision else None, network_policy=policy_view, profiles=self.profiles,
-            validate=lambda model: self.memory.validated(key, *kind.validation(stored, model)),
+            validate=lambda model: self.memory.validated(key, *kind.validation(stored, model)), kind=kind,
         )
         ignored = kind.ignored_fields(stored)
         if ignored and cond.find((planned.get("status") or {}).get("conditions") or [], cond.CREATED) is None:
