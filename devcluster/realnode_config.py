@@ -233,6 +233,8 @@ def kubelet_config(node: RealNode, ports: dict[str, int], ca_cert: Path) -> dict
         "clusterDomain": CLUSTER_DOMAIN,
         "resolvConf": "",  # pods see the cluster DNS only, never the host's resolvers
         "volumePluginDir": str(node.folder / "volume-plugins"),
+        # Not /var/log/pods: kubelets on one host would delete each other's pods' logs there.
+        "podLogsDir": str(node.folder / "pod-logs"),
         "serializeImagePulls": False,
         # Never evict for disk or garbage-collect the imported images: there is no registry to pull
         # them back from.

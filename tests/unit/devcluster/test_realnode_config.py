@@ -97,3 +97,10 @@ def test_each_node_starts_its_runtime_before_its_kubelet_and_the_shared_services
 def test_a_negative_number_of_real_nodes_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="real nodes"):
         nodes(-1, tmp_path)
+
+
+def test_each_kubelet_keeps_its_pods_logs_in_its_own_folder(tmp_path: Path) -> None:
+    first, second = nodes(2, tmp_path)
+    ports = {"kubelet-0": 1, "kubelet-0-healthz": 2, "kubelet-1": 3, "kubelet-1-healthz": 4}
+    folders = {kubelet_config(node, ports, tmp_path / "ca.crt")["podLogsDir"] for node in (first, second)}
+    assert len(folders) == 2 and all(folder.startswith(str(tmp_path)) for folder in folders)
