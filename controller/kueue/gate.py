@@ -1,6 +1,6 @@
 """Kueue in the reconcile loop: decide whether a queued job may have pods, and keep its Workload in step.
 
-`controller/kueue.py` holds the protocol as pure functions; this module does the reads and writes
+`controller/kueue/protocol.py` holds the protocol as pure functions; this module does the reads and writes
 around one reconcile. Before planning, `KueueGate.before_plan(job)` makes sure the job's Workload
 exists and matches the job, and answers either "run this (flavoured) job" or "hold it, for this
 reason". After planning, `after_plan(...)` finishes the Workload when the job is terminal (which

@@ -5,7 +5,7 @@ metrics and health endpoints (so /readyz can say "not ready" while caches fill);
 then the workers once caches have synced and, with `--leader-elect`, once this process holds the
 Lease. SIGTERM and SIGINT stop everything cleanly.
 
-Leader election (controller/leader.py) shapes the rest:
+Leader election (controller/process/leader.py) shapes the rest:
 
 * Every replica runs its informers, so a standby has warm caches, is ready (/readyz), and takes
   over by just starting its workers.

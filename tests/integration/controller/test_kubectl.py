@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from devcluster.waiting import wait_for
+from tests.support.polling import wait_for
 
 MANIFESTS = pathlib.Path(__file__).resolve().parents[3] / "manifests"
 
