@@ -21,9 +21,7 @@ import base64
 import datetime
 import os
 import shutil
-import socket
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -42,6 +40,7 @@ from .components import (
     command,
     write_kwok_config,
 )
+from .host import advertise_address, etcd_data_dir
 from .pki import CLIENTS, make_pki, write_kubeconfig
 from .ports import free_ports
 from .realnode_config import GATEWAY, node_components, port_names
@@ -56,7 +55,6 @@ KWOK_STARTS = 3  # attempts at (re)starting KWOK before giving up
 KWOK_TAKEOVER_SECONDS = 15.0  # a fresh KWOK creates the missing node Leases within a second or two
 LOST_HOLDER = "tfjob-devcluster/lost-node"
 PORTS = ("etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
-FALLBACK_ADVERTISE_ADDRESS = "172.31.255.254"  # any non-loopback IPv4 will do; nothing connects to it
 
 
 class ClusterError(RuntimeError):
@@ -69,43 +67,6 @@ class KubectlError(subprocess.CalledProcessError):
     def __str__(self) -> str:
         args = [str(a) for a in self.cmd[1:] if not str(a).startswith(("--kubeconfig=", "--cache-dir="))]
         return f"kubectl {' '.join(args)} exited {self.returncode}: {(self.stderr or '').strip()}"
-
-
-def advertise_address() -> str:
-    """A non-loopback IPv4 address of this host for --advertise-address.
-
-    The apiserver rejects loopback; it only publishes this address in the `kubernetes` Endpoints,
-    which nothing in a devcluster dials, so a fixed private address is an acceptable fallback.
-    """
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            s.connect(("192.0.2.1", 9))  # UDP connect sends nothing; it only picks the route
-            ip = s.getsockname()[0]
-        if ip and not ip.startswith("127.") and ip != "0.0.0.0":
-            return ip
-    except OSError:
-        pass
-    try:
-        out = subprocess.run(["ip", "-4", "-o", "addr", "show", "scope", "global"],
-                             capture_output=True, text=True, check=False).stdout
-        for line in out.splitlines():
-            fields = line.split()
-            if "inet" in fields:
-                return fields[fields.index("inet") + 1].split("/")[0]
-    except OSError:
-        pass
-    return FALLBACK_ADVERTISE_ADDRESS
-
-
-def _etcd_data_dir(cluster_dir: Path) -> Path:
-    """A fresh 0700 folder for etcd: in RAM (/dev/shm) when possible, else in the cluster folder."""
-    shm = Path("/dev/shm")
-    if shm.is_dir() and os.access(shm, os.W_OK):
-        return Path(tempfile.mkdtemp(prefix="tfjob-devcluster-etcd-", dir=shm))
-    path = cluster_dir / "etcd-data"
-    shutil.rmtree(path, ignore_errors=True)
-    path.mkdir(mode=0o700)
-    return path
 
 
 def _micro_time(when: datetime.datetime | None = None) -> str:
@@ -246,7 +207,7 @@ class Cluster:
         state = ClusterState(
             bin_dir=str(resolved_bin_dir),
             advertise_address=address,
-            etcd_data_dir=str(_etcd_data_dir(self.dir)),
+            etcd_data_dir=str(etcd_data_dir(self.dir)),
             ports=free_ports(PORTS + port_names(real_nodes)),
             nodes=[f"kwok-node-{i}" for i in range(nodes)],
             node_ips={f"kwok-node-{i}": f"10.240.{i // 250}.{i % 250 + 1}" for i in range(nodes)},
