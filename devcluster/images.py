@@ -21,7 +21,8 @@ of it. Only the base differs: Debian's python3 (3.11) instead of python.org's 3.
 
 Why by hand rather than with umoci: an image here is one layer (a tar of a root filesystem), so the
 layout is a config, a manifest and an index of a few lines each; writing them is shorter, and the
-pure parts (names, descriptors, config, Dockerfile parsing, ctr command lines) are unit-tested.
+pure parts (names, descriptors, config, Dockerfile parsing, ctr command lines) are unit-tested;
+they live in devcluster/image_spec.py, this module keeps the cache, the builders and the import.
 The manifest is annotated with `io.containerd.image.name`, so `ctr import` names the image exactly
 and makes no `import-<date>:<tag>` alias (which the CRI plugin would try, and fail, to resolve);
 import_image still removes such aliases, as an import with `--index-name` can leave them.
@@ -39,8 +40,6 @@ import gzip
 import hashlib
 import json
 import os
-import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -52,33 +51,46 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from devcluster.image_spec import (
+    BASE_ENV,
+    BASE_PACKAGES,
+    CONFIG_MEDIA_TYPE,
+    DEBIAN_MIRROR,
+    DEBIAN_SUITE,
+    DPKG_EXCLUDES,
+    INDEX_MEDIA_TYPE,
+    LAYER_MEDIA_TYPE,
+    MANIFEST_MEDIA_TYPE,
+    PAUSE_NAME,
+    TENSORFLOW_NAME,
+    DockerfileImage,
+    ImageSpec,
+    aliases_to_remove,
+    canonical_json,
+    chroot_command,
+    ctr_command,
+    descriptor,
+    image_config,
+    image_index,
+    image_manifest,
+    mmdebstrap_command,
+    parse_image_list,
+    read_dockerfile,
+    tar_command,
+    user_entries,
+)
+
 REPO_DIR = Path(__file__).resolve().parent.parent
 PAUSE_DIR = Path(__file__).resolve().parent / "images" / "pause"
 DOCKERFILE = REPO_DIR / "Dockerfile"
 
-PAUSE_NAME = "registry.k8s.io/pause:3.10"
-TENSORFLOW_NAME = "docker.io/tensorflow/tensorflow:2.21.0"
-OPERATOR_NAME = "docker.io/library/tfjob-operator:0.1.0"
 TENSORFLOW_REQUIREMENT = "tensorflow-cpu==2.21.0"
 IMAGES = ("pause", "tensorflow", "operator")
 
-DEBIAN_SUITE = "bookworm"
-DEBIAN_MIRROR = "http://deb.debian.org/debian"
-BASE_PACKAGES = ("python3", "python3-venv", "python-is-python3", "ca-certificates", "procps")
-# Documentation, manual pages and translations are of no use in an image (about 50 MB).
-DPKG_EXCLUDES = ("/usr/share/doc/*", "/usr/share/man/*", "/usr/share/info/*", "/usr/share/locale/*")
 # Bump to rebuild every image after a change to how they are built.
 BUILD_FORMAT = "2"
 
-BASE_ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
 VENV = "/opt/venv"
-OPERATOR_USER_NAME = "tfjob"
-NAMESPACE = "k8s.io"
-
-LAYER_MEDIA_TYPE = "application/vnd.oci.image.layer.v1.tar+gzip"
-CONFIG_MEDIA_TYPE = "application/vnd.oci.image.config.v1+json"
-MANIFEST_MEDIA_TYPE = "application/vnd.oci.image.manifest.v1+json"
-INDEX_MEDIA_TYPE = "application/vnd.oci.image.index.v1+json"
 
 
 @dataclass(frozen=True)
@@ -94,32 +106,13 @@ class ImageArchive:
     built_now: bool = False  # False: taken from the cache
 
 
-@dataclass(frozen=True)
-class ImageSpec:
-    """The runtime configuration of an image (the `config` of an OCI image config)."""
-
-    name: str
-    entrypoint: tuple[str, ...] = ()
-    cmd: tuple[str, ...] = ()
-    env: tuple[tuple[str, str], ...] = ()
-    user: str = ""
-    workdir: str = "/"
-    exposed_ports: tuple[str, ...] = ()
-
-
 # ---------------------------------------------------------------------------------------------
-# Pure parts: names, keys, OCI documents, the Dockerfile, command lines.
+# Cache keys (names, OCI documents, the Dockerfile and command lines: devcluster/image_spec.py).
 
 
 def default_cache_dir() -> Path:
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return base / "tfjob-operator" / "images"
-
-
-def tag_of(name: str) -> str:
-    """The tag of a reference: registry.k8s.io/pause:3.10 -> 3.10 (a port is not a tag)."""
-    last = name.rsplit("/", 1)[-1]
-    return last.rsplit(":", 1)[1] if ":" in last else "latest"
 
 
 def cache_key(*parts: str | bytes) -> str:
@@ -152,208 +145,6 @@ def tree_digest(root: Path, paths: Iterable[str]) -> str:
     for path in source_files(root, paths):
         parts += [path.relative_to(root).as_posix(), path.read_bytes()]
     return cache_key(*parts)
-
-
-def descriptor(media_type: str, data: bytes) -> dict[str, Any]:
-    return {"mediaType": media_type, "digest": "sha256:" + hashlib.sha256(data).hexdigest(), "size": len(data)}
-
-
-def canonical_json(document: Mapping[str, Any]) -> bytes:
-    return json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
-
-
-def image_config(spec: ImageSpec, diff_id: str) -> dict[str, Any]:
-    """The OCI image config of a one-layer image."""
-    config: dict[str, Any] = {"Env": [f"{k}={v}" for k, v in spec.env], "WorkingDir": spec.workdir}
-    if spec.entrypoint:
-        config["Entrypoint"] = list(spec.entrypoint)
-    if spec.cmd:
-        config["Cmd"] = list(spec.cmd)
-    if spec.user:
-        config["User"] = spec.user
-    if spec.exposed_ports:
-        config["ExposedPorts"] = {port if "/" in port else f"{port}/tcp": {} for port in spec.exposed_ports}
-    return {
-        "architecture": "amd64",
-        "os": "linux",
-        "config": config,
-        "rootfs": {"type": "layers", "diff_ids": [diff_id]},
-        "history": [{"created_by": "devcluster/images.py", "comment": spec.name}],
-    }
-
-
-def image_manifest(config: Mapping[str, Any], layer: Mapping[str, Any]) -> dict[str, Any]:
-    return {"schemaVersion": 2, "mediaType": MANIFEST_MEDIA_TYPE, "config": dict(config), "layers": [dict(layer)]}
-
-
-def image_index(manifest: Mapping[str, Any], name: str) -> dict[str, Any]:
-    """index.json: the full name makes `ctr import` name the image exactly, with no alias."""
-    entry = dict(manifest)
-    entry["platform"] = {"architecture": "amd64", "os": "linux"}
-    entry["annotations"] = {"io.containerd.image.name": name, "org.opencontainers.image.ref.name": tag_of(name)}
-    return {"schemaVersion": 2, "mediaType": INDEX_MEDIA_TYPE, "manifests": [entry]}
-
-
-@dataclass(frozen=True)
-class Instruction:
-    keyword: str  # upper case: FROM, COPY, ENV, ...
-    args: str  # continuation lines joined
-    heredocs: tuple[tuple[str, str], ...] = ()  # (name, body)
-
-
-HEREDOC = re.compile(r"<<-?([\"']?)([A-Za-z_][A-Za-z0-9_]*)\1")
-
-
-def parse_dockerfile(text: str) -> list[Instruction]:
-    """Split a Dockerfile into instructions: comments dropped, continuations joined, heredocs read."""
-    lines = text.splitlines()
-    instructions: list[Instruction] = []
-    i = 0
-    while i < len(lines):
-        line = lines[i].strip()
-        i += 1
-        if not line or line.startswith("#"):
-            continue
-        while line.endswith("\\") and i < len(lines):
-            following = lines[i].strip()
-            i += 1
-            if not following.startswith("#"):
-                line = line[:-1].rstrip() + " " + following
-        heredocs: list[tuple[str, str]] = []
-        for match in HEREDOC.finditer(line):
-            body: list[str] = []
-            while i < len(lines) and lines[i] != match.group(2):
-                body.append(lines[i])
-                i += 1
-            i += 1
-            heredocs.append((match.group(2), "".join(b + "\n" for b in body)))
-        keyword, _, args = line.partition(" ")
-        instructions.append(Instruction(keyword.upper(), args.strip(), tuple(heredocs)))
-    return instructions
-
-
-def expand(value: str, env: Mapping[str, str]) -> str:
-    """Docker's $NAME / ${NAME} substitution from the values set before the instruction."""
-    return re.sub(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", lambda m: env.get(m.group(1), ""), value)
-
-
-@dataclass(frozen=True)
-class DockerfileImage:
-    """What the Dockerfile puts into the operator image, as this module reproduces it."""
-
-    constraints: str  # the constraints heredoc of the build stage
-    sources: tuple[str, ...]  # context paths the build stage copies (what `pip install .` sees)
-    files: tuple[tuple[str, str], ...]  # (context path, image path) the final stage copies
-    spec: ImageSpec
-
-
-def split_stages(instructions: Sequence[Instruction]) -> list[list[Instruction]]:
-    stages: list[list[Instruction]] = []
-    for instruction in instructions:
-        if instruction.keyword == "FROM":
-            stages.append([])
-        elif stages:
-            stages[-1].append(instruction)
-    return stages
-
-
-def copy_paths(instruction: Instruction) -> tuple[list[str], str] | None:
-    """(sources, destination) of a COPY from the build context; None for heredocs and --from."""
-    words = shlex.split(instruction.args)
-    if instruction.heredocs or any(w.startswith("--from") for w in words):
-        return None
-    words = [w for w in words if not w.startswith("--")]
-    return words[:-1], words[-1]
-
-
-def read_dockerfile(text: str, name: str = OPERATOR_NAME) -> DockerfileImage:
-    stages = split_stages(parse_dockerfile(text))
-    build, final = stages[0], stages[-1]
-    constraints = next(body for i in build if i.keyword == "COPY" for h, body in i.heredocs if h == "CONSTRAINTS")
-    sources = [src.rstrip("/") for i in build if i.keyword == "COPY" and (c := copy_paths(i)) for src in c[0]]
-    files: list[tuple[str, str]] = []
-    env = dict(BASE_ENV)
-    user, entrypoint, ports = "", (), []
-    for instruction in final:
-        if instruction.keyword == "ENV":
-            before = dict(env)
-            for word in shlex.split(instruction.args):
-                key, _, value = word.partition("=")
-                env[key] = expand(value, before)
-        elif instruction.keyword == "COPY" and (copied := copy_paths(instruction)):
-            files += [(src, copied[1]) for src in copied[0]]
-        elif instruction.keyword == "USER":
-            user = instruction.args
-        elif instruction.keyword == "ENTRYPOINT":
-            entrypoint = tuple(json.loads(instruction.args))
-        elif instruction.keyword == "EXPOSE":
-            ports += instruction.args.split()
-    spec = ImageSpec(name, entrypoint=entrypoint, env=tuple(env.items()), user=user, exposed_ports=tuple(ports))
-    return DockerfileImage(constraints, tuple(sources), tuple(files), spec)
-
-
-def user_entries(user: str, name: str = OPERATOR_USER_NAME) -> tuple[str, str]:
-    """The /etc/passwd and /etc/group lines for a numeric USER uid:gid, as the Dockerfile's useradd."""
-    uid, _, gid = user.partition(":")
-    gid = gid or uid
-    return f"{name}:x:{uid}:{gid}::/nonexistent:/usr/sbin/nologin\n", f"{name}:x:{gid}:\n"
-
-
-def mmdebstrap_command(target: Path) -> list[str]:
-    dpkg = [f"--dpkgopt=path-exclude={p}" for p in DPKG_EXCLUDES]
-    return [
-        "mmdebstrap",
-        "--variant=minbase",
-        "--include=" + ",".join(BASE_PACKAGES),
-        *dpkg,
-        "--dpkgopt=path-include=/usr/share/doc/*/copyright",
-        DEBIAN_SUITE,
-        str(target),
-        DEBIAN_MIRROR,
-    ]
-
-
-def chroot_command(
-    rootfs: Path, argv: Sequence[str], env: Mapping[str, str], binds: Mapping[str, str] | None = None
-) -> list[str]:
-    """Run argv in rootfs with /dev, /proc and binds (host path -> path in rootfs) mounted.
-
-    The mounts live in a private mount namespace (unshare), so they vanish with the command and
-    never show on the host, whatever happens to it.
-    """
-    root = shlex.quote(str(rootfs))
-    script = ["set -e", f"mount --rbind /dev {root}/dev", f"mount -t proc proc {root}/proc"]
-    for host, inside in (binds or {}).items():
-        target = f"{root}/{inside.lstrip('/')}"
-        script += [f"mkdir -p {shlex.quote(target)}", f"mount --bind {shlex.quote(host)} {shlex.quote(target)}"]
-    command = ["chroot", str(rootfs), "/usr/bin/env", "-i", *(f"{k}={v}" for k, v in env.items()), *argv]
-    script.append("exec " + shlex.join(command))
-    return ["unshare", "--mount", "--propagation", "private", "--fork", "--", "sh", "-c", "\n".join(script)]
-
-
-def tar_command(rootfs: Path) -> list[str]:
-    """The layer: the whole root filesystem; /dev, /proc and /sys are the runtime's to fill."""
-    excludes = [f"--exclude=./{d}/*" for d in ("dev", "proc", "sys", "tmp")]
-    return ["tar", "--create", "--file=-", "--numeric-owner", "--sort=name", *excludes, "-C", str(rootfs), "."]
-
-
-def ctr_command(ctr: str, address: str, *args: str) -> list[str]:
-    return [ctr, "--address", address, "--namespace", NAMESPACE, *args]
-
-
-def parse_image_list(text: str) -> dict[str, str]:
-    """Names to digests from `ctr images ls` (REF TYPE DIGEST SIZE PLATFORMS LABELS)."""
-    images: dict[str, str] = {}
-    for line in text.splitlines()[1:]:
-        words = line.split()
-        if len(words) >= 3 and words[2].startswith("sha256:"):
-            images[words[0]] = words[2]
-    return images
-
-
-def aliases_to_remove(images: Mapping[str, str], digest: str) -> list[str]:
-    """The `import-<date>:<tag>` names `ctr import` may have made for this digest."""
-    return sorted(n for n, d in images.items() if d == digest and n.startswith("import-"))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
-"""Unit tests of the pure parts of devcluster/images.py: names, cache keys, the OCI documents, the
-Dockerfile it reads the operator image from, and the command lines it runs. Building and importing
+"""Unit tests of the pure parts of devcluster/images.py and devcluster/image_spec.py: names, cache
+keys, the OCI documents, the Dockerfile the operator image is read from, and the command lines run. Building and importing
 real images needs root, mmdebstrap and containerd; that is checked by hand (see the commit).
 """
 
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from devcluster import images
-from devcluster.images import ImageSpec
+from devcluster import image_spec, images
+from devcluster.image_spec import ImageSpec
 
 DOCKERFILE = """\
 # syntax=docker/dockerfile:1.7
@@ -48,9 +48,9 @@ ENTRYPOINT ["tfjob-operator", "run"]
 
 
 def test_the_tag_is_the_part_after_the_last_colon_of_the_last_path_element() -> None:
-    assert images.tag_of("registry.k8s.io/pause:3.10") == "3.10"
-    assert images.tag_of("docker.io/tensorflow/tensorflow:2.21.0") == "2.21.0"
-    assert images.tag_of("localhost:5000/thing") == "latest"
+    assert image_spec.tag_of("registry.k8s.io/pause:3.10") == "3.10"
+    assert image_spec.tag_of("docker.io/tensorflow/tensorflow:2.21.0") == "2.21.0"
+    assert image_spec.tag_of("localhost:5000/thing") == "latest"
 
 
 def test_the_cache_folder_follows_xdg_cache_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -81,12 +81,12 @@ def test_the_source_digest_changes_with_a_source_and_ignores_bytecode(tmp_path: 
 
 
 def test_the_dockerfile_is_read_into_constraints_sources_files_and_config() -> None:
-    wanted = images.read_dockerfile(DOCKERFILE, "docker.io/library/op:1")
+    wanted = image_spec.read_dockerfile(DOCKERFILE, "docker.io/library/op:1")
     assert wanted.constraints == "attrs==26.1.0\npyyaml==6.0.4\n"
     assert wanted.sources == ("setup.cfg", "pyproject.toml", "README.md", "kube")
     assert wanted.files == (("manifests/crd.yaml", "/etc/tfjob-operator/crd.yaml"),)
     env = dict(wanted.spec.env)
-    assert env["PATH"] == "/opt/venv/bin:" + images.BASE_ENV["PATH"]
+    assert env["PATH"] == "/opt/venv/bin:" + image_spec.BASE_ENV["PATH"]
     assert env["PYTHONUNBUFFERED"] == "1"
     assert env["TFJOB_CRD"] == "/etc/tfjob-operator/crd.yaml"
     assert "PIP_NO_CACHE_DIR" not in env  # the build stage's ENV is not the image's
@@ -96,7 +96,7 @@ def test_the_dockerfile_is_read_into_constraints_sources_files_and_config() -> N
 
 
 def test_the_repositorys_dockerfile_reads_as_the_operator_image_expects() -> None:
-    wanted = images.read_dockerfile(images.DOCKERFILE.read_text())
+    wanted = image_spec.read_dockerfile(images.DOCKERFILE.read_text())
     assert "kubernetes==" in wanted.constraints
     assert all("==" in line for line in wanted.constraints.splitlines())
     assert {"setup.cfg", "pyproject.toml", "controller", "kube"} <= set(wanted.sources)
@@ -104,29 +104,29 @@ def test_the_repositorys_dockerfile_reads_as_the_operator_image_expects() -> Non
     assert dict(wanted.files)["manifests/kubeflow/tfjob-crd.yaml"] == dict(wanted.spec.env)["TFJOB_KUBEFLOW_CRD"]
     assert wanted.spec.entrypoint == ("tfjob-operator", "run")
     assert wanted.spec.user == "65532:65532"
-    assert wanted.spec.name == images.OPERATOR_NAME
+    assert wanted.spec.name == image_spec.OPERATOR_NAME
 
 
 def test_heredocs_continuations_and_comments_are_parsed() -> None:
-    parsed = images.parse_dockerfile("FROM a\n# c\nRUN x \\\n  # inner comment\n  && y\nCOPY <<EOF /f\nline\nEOF\n")
+    parsed = image_spec.parse_dockerfile("FROM a\n# c\nRUN x \\\n  # inner comment\n  && y\nCOPY <<EOF /f\nline\nEOF\n")
     assert [(i.keyword, i.args) for i in parsed] == [("FROM", "a"), ("RUN", "x && y"), ("COPY", "<<EOF /f")]
     assert parsed[2].heredocs == (("EOF", "line\n"),)
 
 
 def test_environment_references_take_the_values_from_before_the_instruction() -> None:
-    assert images.expand("/opt/bin:$PATH:${HOME}", {"PATH": "/bin", "HOME": "/root"}) == "/opt/bin:/bin:/root"
+    assert image_spec.expand("/opt/bin:$PATH:${HOME}", {"PATH": "/bin", "HOME": "/root"}) == "/opt/bin:/bin:/root"
 
 
 def test_the_numeric_user_gets_passwd_and_group_entries() -> None:
-    passwd, group = images.user_entries("65532:65532")
+    passwd, group = image_spec.user_entries("65532:65532")
     assert passwd == "tfjob:x:65532:65532::/nonexistent:/usr/sbin/nologin\n"
     assert group == "tfjob:x:65532:\n"
-    assert images.user_entries("1000")[1] == "tfjob:x:1000:\n"
+    assert image_spec.user_entries("1000")[1] == "tfjob:x:1000:\n"
 
 
 def test_the_image_config_carries_the_spec_and_the_layer() -> None:
     spec = ImageSpec("x:1", entrypoint=("/pause",), env=(("PATH", "/bin"),), user="65535:65535", exposed_ports=("8080",))
-    config = images.image_config(spec, "sha256:abc")
+    config = image_spec.image_config(spec, "sha256:abc")
     assert config["config"] == {
         "Env": ["PATH=/bin"],
         "WorkingDir": "/",
@@ -139,12 +139,12 @@ def test_the_image_config_carries_the_spec_and_the_layer() -> None:
 
 
 def test_the_index_names_the_image_so_ctr_imports_it_without_an_alias() -> None:
-    config = images.descriptor(images.CONFIG_MEDIA_TYPE, b"{}")
-    assert config == {"mediaType": images.CONFIG_MEDIA_TYPE, "digest": "sha256:" + hashlib.sha256(b"{}").hexdigest(), "size": 2}
-    layer = {"mediaType": images.LAYER_MEDIA_TYPE, "digest": "sha256:l", "size": 9}
-    manifest = images.image_manifest(config, layer)
+    config = image_spec.descriptor(image_spec.CONFIG_MEDIA_TYPE, b"{}")
+    assert config == {"mediaType": image_spec.CONFIG_MEDIA_TYPE, "digest": "sha256:" + hashlib.sha256(b"{}").hexdigest(), "size": 2}
+    layer = {"mediaType": image_spec.LAYER_MEDIA_TYPE, "digest": "sha256:l", "size": 9}
+    manifest = image_spec.image_manifest(config, layer)
     assert manifest["layers"] == [layer] and manifest["schemaVersion"] == 2
-    entry = images.image_index(images.descriptor(images.MANIFEST_MEDIA_TYPE, b"m"), images.PAUSE_NAME)["manifests"][0]
+    entry = image_spec.image_index(image_spec.descriptor(image_spec.MANIFEST_MEDIA_TYPE, b"m"), image_spec.PAUSE_NAME)["manifests"][0]
     assert entry["annotations"] == {
         "io.containerd.image.name": "registry.k8s.io/pause:3.10",
         "org.opencontainers.image.ref.name": "3.10",
@@ -179,7 +179,7 @@ def test_a_layout_written_from_a_folder_is_consistent(tmp_path: Path) -> None:
 
 
 def test_the_chroot_command_mounts_in_a_private_namespace() -> None:
-    argv = images.chroot_command(Path("/r"), ["pip", "install", "a b"], {"PATH": "/bin"}, {"/host/pip": "/var/cache/pip"})
+    argv = image_spec.chroot_command(Path("/r"), ["pip", "install", "a b"], {"PATH": "/bin"}, {"/host/pip": "/var/cache/pip"})
     assert argv[:6] == ["unshare", "--mount", "--propagation", "private", "--fork", "--"]
     script = argv[-1].splitlines()
     assert script == [
@@ -193,14 +193,14 @@ def test_the_chroot_command_mounts_in_a_private_namespace() -> None:
 
 
 def test_the_base_is_a_minimal_bookworm_with_python() -> None:
-    argv = images.mmdebstrap_command(Path("/c/rootfs"))
+    argv = image_spec.mmdebstrap_command(Path("/c/rootfs"))
     assert argv[:2] == ["mmdebstrap", "--variant=minbase"]
     assert "python-is-python3" in argv[2] and "python3-venv" in argv[2]
     assert argv[-3:] == ["bookworm", "/c/rootfs", "http://deb.debian.org/debian"]
 
 
 def test_ctr_commands_use_the_given_socket_and_the_kubernetes_namespace() -> None:
-    assert images.ctr_command("ctr", "/s.sock", "images", "ls") == ["ctr", "--address", "/s.sock", "--namespace", "k8s.io", "images", "ls"]
+    assert image_spec.ctr_command("ctr", "/s.sock", "images", "ls") == ["ctr", "--address", "/s.sock", "--namespace", "k8s.io", "images", "ls"]
 
 
 LISTING = """\
@@ -212,10 +212,10 @@ import-2026-12-02:3.10                 application/vnd.oci.image.manifest.v1+jso
 
 
 def test_the_image_list_is_parsed_and_only_aliases_of_the_digest_are_removed() -> None:
-    listed = images.parse_image_list(LISTING)
+    listed = image_spec.parse_image_list(LISTING)
     assert listed == {"docker.io/library/op:1": "sha256:aaa", "import-2026-12-02:1": "sha256:aaa", "import-2026-12-02:3.10": "sha256:bbb"}
-    assert images.aliases_to_remove(listed, "sha256:aaa") == ["import-2026-12-02:1"]
-    assert images.parse_image_list("REF TYPE DIGEST SIZE PLATFORMS LABELS\n") == {}
+    assert image_spec.aliases_to_remove(listed, "sha256:aaa") == ["import-2026-12-02:1"]
+    assert image_spec.parse_image_list("REF TYPE DIGEST SIZE PLATFORMS LABELS\n") == {}
 
 
 def test_unknown_image_names_are_refused(tmp_path: Path) -> None:
