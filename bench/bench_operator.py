@@ -82,26 +82,28 @@ from bench._harness import (
     JobRecorder,
     OperatorProcess,
     PodRecorder,
+    jobs_path,
+    log,
+    machine,
+    running_operator,
+    submit_jobs,
+    tfjob,
+    wait_until,
+    write_result,
+)
+from bench._harness import (
+    fresh_cluster as _fresh_cluster,
+)
+from bench._measure import (
     delta,
     fit_line,
     fmt,
     histogram_quantile,
-    jobs_path,
-    log,
-    machine,
     markdown_table,
     metric_value,
     percentile,
-    running_operator,
-    submit_jobs,
-    tfjob,
     verdict,
-    wait_until,
-    write_result,
     writes,
-)
-from bench._harness import (
-    fresh_cluster as _fresh_cluster,
 )
 from controller.job.builders import build_pods, build_service
 from controller.options import create_parallelism

@@ -1,4 +1,4 @@
-"""Unit tests for the pure helpers of bench/_harness.py: statistics, metrics parsing, write counting, verdicts.
+"""Unit tests for the pure helpers of bench/_measure.py: statistics, metrics parsing, write counting, verdicts.
 
 The benchmarks themselves need a cluster and are never timed by tests; these only check the arithmetic
 and the parsing that turn raw measurements into the numbers the benchmarks print.
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 # bench/ is not an installed package (it is run from the checkout), so load the module by path.
-_PATH = Path(__file__).resolve().parents[2] / "bench" / "_harness.py"
-_SPEC = importlib.util.spec_from_file_location("bench_harness_under_test", _PATH)
+_PATH = Path(__file__).resolve().parents[2] / "bench" / "_measure.py"
+_SPEC = importlib.util.spec_from_file_location("bench_measure_under_test", _PATH)
 assert _SPEC is not None and _SPEC.loader is not None
 harness = importlib.util.module_from_spec(_SPEC)
 sys.modules[_SPEC.name] = harness  # dataclasses resolve annotations through sys.modules
