@@ -56,6 +56,10 @@ Knobs (environment):
 Each scenario prints table rows and writes bench/results/<scenario>.json; the summary goes to
 bench/results/operator.json, operator logs to bench/results/logs/. Every wait is bounded, so a stuck
 scenario ends by itself (marked incomplete in the JSON).
+
+Where the code is: B0, the fair ideal, B1'/B6 and B2' in bench/_operator_bursts.py; `Config`, the
+targets and the helpers every scenario shares in bench/_operator_common.py; B3, B4/B8, B5, the
+summary and the run here.
 """
 
 from __future__ import annotations
@@ -64,28 +68,19 @@ import functools
 import json
 import os
 import random
-import shlex
 import sys
 import time
 import traceback
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
-from api.defaults import apply_defaults
 from bench._harness import (
     RESULTS,
-    BenchCluster,
-    CountRecorder,
     JobRecorder,
     OperatorProcess,
     PodRecorder,
-    jobs_path,
     log,
     machine,
-    running_operator,
     submit_jobs,
     tfjob,
     wait_until,
@@ -96,409 +91,33 @@ from bench._harness import (
 )
 from bench._measure import (
     delta,
-    fit_line,
     fmt,
     histogram_quantile,
     markdown_table,
-    metric_value,
     percentile,
     verdict,
     writes,
 )
-from controller.job.builders import build_pods, build_service
-from controller.options import create_parallelism
-from kube import ApiError, Kube, resource_path
-
-SCENARIOS = ("b0", "b1", "b2", "b3", "b4", "b5", "b6", "b8")
-# B8: 10 000 jobs x 5 pods on 50 KWOK nodes x 1 200 pods (room for 60 000). One KWOK process on two
-# loaded cores renews the nodes' leases late: fewer nodes, and ten minutes' grace before a node is
-# NotReady, so that the run measures the operator rather than evictions of healthy fake nodes.
-SCALE_CLUSTER_SHAPE: dict[str, Any] = {"nodes": 50, "pods": "1200", "node_grace_seconds": 600}
-DEFAULT_OPERATOR_ARGS = "--workers 32 --qps 500 --burst 1000"
-LOGS = RESULTS / "logs"
-
-TARGET_EFFICIENCY = 0.85
-TARGET_RUNNING_VS_IDEAL = 1.05
-SUBMIT_THREADS = 16  # as many concurrent job submissions as submit_jobs makes in the operator's runs
-TARGET_RECOVERY_P50 = 0.200
-TARGET_RECOVERY_P99 = 1.0
-TARGET_RSS = 100e6
-TARGET_SYNC = 10.0
-TARGET_SCALING = 1.2
-STATUS_WRITES_BUDGET = 3
-
-
-@dataclass
-class Config:
-    quick: bool = False
-    scenarios: tuple[str, ...] = SCENARIOS
-    operator_args: list[str] = field(default_factory=lambda: shlex.split(DEFAULT_OPERATOR_ARGS))
-    profile_dir: Path | None = None
-    concurrency: tuple[int, ...] = (1, 4, 16, 64)
-    ceiling_jobs: int = 200
-    burst_sizes: tuple[int, ...] = (100, 300, 1000)
-    wide_workers: int = 1000
-    recovery_jobs: int = 200
-    recovery_deletions: int = 100
-    recovery_interval: float = 1.0
-    steady_jobs: int = 1000
-    steady_workers: int = 9
-    steady_idle: float = 30.0
-    scale_jobs: int = 10000
-    scale_workers: int = 4
-    scale_namespaces: int = 1
-    api_jobs: int = 10
-    paired: bool = True
-
-    @classmethod
-    def load(cls, argv: Sequence[str], env: dict[str, str]) -> Config:
-        quick = "--quick" in argv or env.get("TFJOB_BENCH_QUICK", "").lower() in ("1", "true", "yes")
-        cfg = cls(quick=quick)
-        if quick:
-            cfg.ceiling_jobs, cfg.burst_sizes, cfg.wide_workers = 40, (20, 60, 200), 200
-            cfg.recovery_jobs, cfg.recovery_deletions = 40, 20
-            cfg.steady_jobs, cfg.steady_workers, cfg.steady_idle, cfg.api_jobs = 100, 9, 10.0, 3
-            cfg.scale_jobs = 1000
-        wanted = [a.lower() for a in argv if a.lower() in SCENARIOS]
-        wanted += [s.strip().lower() for s in env.get("TFJOB_BENCH_SCENARIOS", "").split(",") if s.strip()]
-        if wanted:
-            cfg.scenarios = tuple(s for s in SCENARIOS if s in wanted)
-        if env.get("TFJOB_BENCH_OPERATOR_ARGS"):
-            cfg.operator_args = shlex.split(env["TFJOB_BENCH_OPERATOR_ARGS"])
-        if env.get("TFJOB_BENCH_BURST_SIZES"):
-            cfg.burst_sizes = tuple(int(x) for x in env["TFJOB_BENCH_BURST_SIZES"].split(","))
-        if env.get("TFJOB_BENCH_PAIRED", "1").lower() in ("0", "false", "no"):
-            cfg.paired = False
-        if env.get("TFJOB_BENCH_SCALE_JOBS"):
-            cfg.scale_jobs = int(env["TFJOB_BENCH_SCALE_JOBS"])
-        if env.get("TFJOB_BENCH_SCALE_NAMESPACES"):
-            cfg.scale_namespaces = int(env["TFJOB_BENCH_SCALE_NAMESPACES"])
-        if env.get("TFJOB_BENCH_PROFILE"):
-            cfg.profile_dir = Path(env["TFJOB_BENCH_PROFILE"]).resolve()
-        return cfg
-
-
-def fresh_cluster(pool_size: int = 96, shape: dict[str, Any] | None = None) -> Any:
-    log(f"starting a fresh devcluster{' of ' + str(shape) if shape else ''}")
-    return _fresh_cluster(pool_size, shape=shape)
-
-
-def operator(bench: BenchCluster, cfg: Config, name: str) -> Any:
-    return running_operator(bench, cfg.operator_args, LOGS / f"{name}.log", cfg.profile_dir, name)
-
-
-def bounded(count: int, per_item: float = 0.25, base: float = 60.0, cap: float = 1800.0) -> float:
-    """A wait's timeout: generous, proportional to the work, and never unbounded."""
-    return min(cap, base + per_item * count)
-
-
-def job_objects(job: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """The Service and Pods the operator would create for a stored job, as (plural, body)."""
-    defaulted = apply_defaults(job)
-    return [("services", build_service(defaulted)), *(("pods", pod) for pod in build_pods(defaulted))]
-
-
-def create_raw(kube: Kube, namespace: str, objects: list[tuple[str, dict[str, Any]]],
-               concurrency: int) -> list[float]:
-    """Create the objects with `concurrency` threads; the latency of every request."""
-    latencies: list[float] = []
-
-    def create(item: tuple[str, dict[str, Any]]) -> None:
-        plural, body = item
-        started = time.monotonic()
-        kube.create(resource_path("", "v1", plural, namespace), body)
-        latencies.append(time.monotonic() - started)
-
-    with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        list(pool.map(create, objects))
-    return latencies
-
-
-def wait_all(pods: PodRecorder, services: CountRecorder | None, n_pods: int, n_services: int,
-             timeout: float) -> bool:
-    ok = pods.wait(lambda: len(pods.times.first_seen) >= n_pods, timeout)
-    if services is not None:
-        ok = services.wait(lambda: len(services.first_seen) >= n_services, 30 if not ok else timeout) and ok
-    return ok
-
-
-def reconcile_stats(metrics_text: str) -> dict[str, float]:
-    """Reconciles done and seconds spent in them (wall, all results), from the operator's histogram."""
-    return {"count": metric_value(metrics_text, "tfjob_reconcile_duration_seconds_count"),
-            "sum": metric_value(metrics_text, "tfjob_reconcile_duration_seconds_sum")}
-
-
-def last(values: Any) -> float:
-    values = list(values)
-    return max(values) if values else float("nan")
-
-
-# --- B0 -----------------------------------------------------------------------------------------------
-
-
-def raw_run(bodies: list[dict[str, Any]], concurrency: int) -> dict[str, Any]:
-    """In a fresh cluster: create the jobs (owners only, no operator), then their Services and Pods
-    with the raw client at `concurrency`; times until the watch saw them all and until all Running."""
-    with fresh_cluster(pool_size=max(96, concurrency + 8)) as bench:
-        ns = bench.create_namespace("bench")
-        for body in bodies:
-            body["metadata"]["namespace"] = ns
-        _, created = submit_jobs(bench.kube, bodies)
-        objects = [o for job in created for o in job_objects(job)]
-        n_pods = sum(1 for plural, _ in objects if plural == "pods")
-        n_services = len(objects) - n_pods
-        pods = bench.watch(PodRecorder(bench.kube, ns))
-        services = bench.watch(CountRecorder(bench.kube, resource_path("", "v1", "services", ns)))
-        meter = bench.cpu_meter().start()
-        start = time.monotonic()
-        latencies = create_raw(bench.kube, ns, objects, concurrency)
-        requests_done = time.monotonic() - start
-        created_ok = wait_all(pods, services, n_pods, n_services, bounded(len(objects)))
-        seen = max(last(pods.times.first_seen.values()), last(services.first_seen.values())) - start
-        running_ok = pods.wait(lambda: len(pods.times.running) >= n_pods, bounded(n_pods))
-        all_running = last(pods.times.running.values()) - start
-        cpu = meter.stop()
-    return {
-        "concurrency": concurrency, "objects": len(objects), "pods": n_pods, "services": n_services,
-        "requests_s": round(requests_done, 2), "all_seen_s": round(seen, 2),
-        "objects_per_s": round(len(objects) / seen, 1), "requests_per_s": round(len(objects) / requests_done, 1),
-        "create_p50_ms": round(percentile(latencies, 50) * 1000, 1),
-        "create_p99_ms": round(percentile(latencies, 99) * 1000, 1),
-        "all_running_s": round(all_running, 2), "pods_running_per_s": round(n_pods / all_running, 1),
-        "complete": created_ok and running_ok, "cpu_s": cpu, "load": os.getloadavg()[0],
-    }
-
-
-def ideal_run(bodies: list[dict[str, Any]], create_threads: int,
-              submit_threads: int = SUBMIT_THREADS) -> dict[str, Any]:
-    """The fair ideal (B1'/B2'): what a perfect operator with the same budget would achieve.
-
-    In a fresh cluster and inside one timed window, exactly as in the operator's run: submit the same
-    TensorFlowJobs (`submit_threads` at a time) and, as soon as each job is accepted, create exactly
-    the Service and Pods the operator would create for it (the same builders, owner references to the
-    accepted job) with `create_threads` threads, the create parallelism the operator's defaults allow.
-    No status, no events, no watches of its own, no reconcile: the difference from the operator's run
-    is only the operator's own overhead. End points: every Pod and Service seen by the watch; every
-    Pod Running."""
-    with fresh_cluster(pool_size=max(96, create_threads + submit_threads + 8)) as bench:
-        ns = bench.create_namespace("bench")
-        for body in bodies:
-            body["metadata"]["namespace"] = ns
-        expected = [plural for body in bodies for plural, _ in job_objects(
-            {**body, "metadata": {**body["metadata"], "uid": "counting"}})]
-        n_pods = expected.count("pods")
-        n_services = expected.count("services")
-        pods = bench.watch(PodRecorder(bench.kube, ns))
-        services = bench.watch(CountRecorder(bench.kube, resource_path("", "v1", "services", ns)))
-        meter = bench.cpu_meter().start()
-        creates: list[Future[Any]] = []
-        with ThreadPoolExecutor(max_workers=create_threads) as creator:
-
-            def submit(body: dict[str, Any]) -> float:
-                submitted_at = time.monotonic()
-                accepted = bench.kube.create(jobs_path(ns), body)
-                creates.extend(creator.submit(bench.kube.create, resource_path("", "v1", plural, ns), obj)
-                               for plural, obj in job_objects(accepted))
-                return submitted_at
-
-            with ThreadPoolExecutor(max_workers=submit_threads) as submitter:
-                start = min(submitter.map(submit, bodies))
-            for create in list(creates):
-                create.result()
-        created_ok = wait_all(pods, services, n_pods, n_services, bounded(len(expected)))
-        created = max(last(pods.times.first_seen.values()), last(services.first_seen.values())) - start
-        running_ok = pods.wait(lambda: len(pods.times.running) >= n_pods, bounded(n_pods))
-        running = last(pods.times.running.values()) - start
-        cpu = meter.stop()
-    return {
-        "jobs": len(bodies), "pods": n_pods, "services": n_services, "create_threads": create_threads,
-        "all_created_s": round(created, 2), "all_pods_running_s": round(running, 2),
-        "objects_per_s": round(len(expected) / created, 1), "complete": created_ok and running_ok, "cpu_s": cpu,
-    }
-
-
-def create_threads(cfg: Config) -> int:
-    """The create parallelism the operator runs with under `cfg.operator_args` (its default: 32 workers)."""
-    workers = 32
-    for flag, value in zip(cfg.operator_args, cfg.operator_args[1:], strict=False):
-        if flag == "--workers":
-            workers = int(value)
-    return create_parallelism(workers)
-
-
-def b0_ceiling(cfg: Config) -> dict[str, Any]:
-    rows = []
-    for concurrency in cfg.concurrency:
-        row = raw_run([tfjob(f"job-{i:04d}", "", workers=4) for i in range(cfg.ceiling_jobs)], concurrency)
-        rows.append(row)
-        print(f"  B0 c={concurrency:<3} {row['objects']} objects in {row['all_seen_s']:.2f} s = "
-              f"{row['objects_per_s']:.0f} objects/s (create p50 {row['create_p50_ms']} ms, "
-              f"p99 {row['create_p99_ms']} ms); all Running after {row['all_running_s']:.1f} s; "
-              f"cpu {row['cpu_s']}", flush=True)
-    best = max(rows, key=lambda r: r["objects_per_s"])
-    result = {"rows": rows, "ceiling_objects_per_s": best["objects_per_s"], "best_concurrency": best["concurrency"],
-              "running_pods_per_s": max(r["pods_running_per_s"] for r in rows)}
-    write_result("b0_ceiling", result)
-    return result
-
-
-# --- B1 / B6 ------------------------------------------------------------------------------------------
-
-
-def burst(cfg: Config, n: int, ceiling: dict[str, Any] | None, *, label: str = "b1",
-          shape: dict[str, Any] | None = None, paired: bool | None = None) -> dict[str, Any]:
-    """N jobs submitted at once into a fresh cluster (`shape`: CLUSTER_SHAPE unless given), preceded
-    by the fair ideal for the same N when `paired` (default: the config's)."""
-    ideal = None
-    if cfg.paired if paired is None else paired:
-        # The fair ideal right before the operator's run: this box is shared, so baselines drift.
-        ideal = ideal_run([tfjob(f"job-{i:04d}", "", workers=4) for i in range(n)], create_threads(cfg))
-        print(f"  B1' N={n:<5} ideal ({ideal['create_threads']} create threads): all objects after "
-              f"{ideal['all_created_s']:.2f} s, all pods Running after {ideal['all_pods_running_s']:.2f} s",
-              flush=True)
-    with fresh_cluster(shape=shape) as bench:
-        ns = bench.create_namespace("bench")
-        pods = bench.watch(PodRecorder(bench.kube, ns))
-        services = bench.watch(CountRecorder(bench.kube, resource_path("", "v1", "services", ns)))
-        jobs = bench.watch(JobRecorder(bench.kube, ns))
-        with operator(bench, cfg, f"{label}-burst-{n}") as op:
-            api_before, op_before = bench.apiserver_requests(), op.requests()
-            meter = bench.cpu_meter(op).start()
-            bodies = [tfjob(f"job-{i:04d}", ns, workers=4) for i in range(n)]
-            submitted, _ = submit_jobs(bench.kube, bodies)
-            start = min(submitted.values())
-            created_ok = wait_all(pods, services, 5 * n, n, bounded(6 * n))
-            created = max(last(pods.times.first_seen.values()), last(services.first_seen.values())) - start
-            running_ok = jobs.wait(lambda: len(jobs.times.running) >= n, bounded(5 * n))
-            running = last(jobs.times.running.values()) - start
-            # The job's Running condition follows its last pod Running; the gap is the operator's.
-            pods_running = last(pods.times.running.values()) - start
-            cpu = meter.stop()
-            rss, hwm = op.rss(), op.hwm()
-            sockets = op.open_sockets()
-            api_delta = delta(api_before, bench.apiserver_requests())
-            api_writes = writes(api_delta)
-            # Everyone's writes (bindings, KWOK's pod status, the endpoint controllers): what the burst
-            # cost the API server beyond the operator's own requests.
-            cluster_writes = writes(api_delta, operator_only=False)
-            op_writes = writes(delta(op_before, op.requests()))
-            reconciles = reconcile_stats(op.metrics())
-    per_job_created = []
-    for name, t_submit in submitted.items():
-        times = [t for pod, t in pods.times.first_seen.items() if pods.times.job_of.get(pod) == name]
-        if len(times) == 5:
-            per_job_created.append(max(times) - t_submit)
-    per_job_running = [jobs.times.running[name] - t for name, t in submitted.items() if name in jobs.times.running]
-    objects_per_s = 6 * n / created
-    result = {
-        "n": n, "pods": 5 * n, "services": n, "complete": created_ok and running_ok,
-        "all_created_s": round(created, 2), "all_running_s": round(running, 2),
-        "all_pods_running_s": round(pods_running, 2), "objects_per_s": round(objects_per_s, 1),
-        "per_job_created_p50_s": round(percentile(per_job_created, 50), 3),
-        "per_job_created_p99_s": round(percentile(per_job_created, 99), 3),
-        "per_job_running_p50_s": round(percentile(per_job_running, 50), 3),
-        "per_job_running_p99_s": round(percentile(per_job_running, 99), 3),
-        "seconds_per_job_created": round(created / n, 4), "seconds_per_job_running": round(running / n, 4),
-        "operator_cpu_s": cpu.get("operator"),
-        "operator_cpu_ms_per_pod": round(1000 * cpu.get("operator", 0) / (5 * n), 2),
-        "operator_rss_mb": round(rss / 1e6, 1), "operator_hwm_mb": round(hwm / 1e6, 1),
-        "operator_open_sockets": sockets, "cpu_s": cpu, "operator_writes": op_writes, "apiserver_writes": api_writes,
-        "cluster_writes": cluster_writes,
-        "operator_cpu_ms_per_job": cpu_ms_per_job(cpu, n).get("operator", 0.0),
-        "reconciles_per_job": round(reconciles["count"] / n, 1),
-        "reconcile_ms_mean": round(1000 * reconciles["sum"] / max(reconciles["count"], 1), 1),
-    }
-    if ceiling:  # for reference: the API server's raw rate for owners that already exist
-        result["ceiling_objects_per_s"] = ceiling["ceiling_objects_per_s"]
-        result["efficiency_vs_b0"] = round(objects_per_s / ceiling["ceiling_objects_per_s"], 3)
-    if ideal:
-        result["ideal"] = ideal
-        result["efficiency"] = round(ideal["all_created_s"] / created, 3)
-        result["running_vs_ideal"] = round(running / ideal["all_pods_running_s"], 3)
-    write_result(f"{label}_burst_{n}", result)
-    print(f"  {label.upper()} N={n:<5} all {6 * n} objects after {result['all_created_s']:.2f} s "
-          f"({result['objects_per_s']:.0f}/s, vs the ideal {fmt(result.get('efficiency'))}); all Running after "
-          f"{result['all_running_s']:.2f} s (x{fmt(result.get('running_vs_ideal'))} the ideal's pods; its own pods "
-          f"all Running {result['all_pods_running_s']:.2f} s); "
-          f"per-job created p50/p99 {result['per_job_created_p50_s']}/"
-          f"{result['per_job_created_p99_s']} s, Running p50/p99 {result['per_job_running_p50_s']}/"
-          f"{result['per_job_running_p99_s']} s; operator cpu {result['operator_cpu_s']} s, RSS "
-          f"{result['operator_rss_mb']} MB, {result['operator_cpu_ms_per_job']} ms CPU/job, "
-          f"{result['reconciles_per_job']} reconciles/job, {sockets} sockets open; writes {op_writes}", flush=True)
-    return result
-
-
-def b6_scaling(bursts: list[dict[str, Any]]) -> dict[str, Any]:
-    ns = [b["n"] for b in bursts]
-    created = [b["all_created_s"] for b in bursts]
-    running = [b["all_running_s"] for b in bursts]
-    a_c, b_c = fit_line(ns, created)
-    a_r, b_r = fit_line(ns, running)
-    small, large = bursts[0], bursts[-1]
-    ratio_c = large["seconds_per_job_created"] / small["seconds_per_job_created"]
-    ratio_r = large["seconds_per_job_running"] / small["seconds_per_job_running"]
-    result = {
-        "points": [{k: b[k] for k in ("n", "all_created_s", "all_running_s", "seconds_per_job_created",
-                                      "seconds_per_job_running", "per_job_running_p99_s")} for b in bursts],
-        "created_fit": {"intercept_s": round(a_c, 3), "slope_s_per_job": round(b_c, 4)},
-        "running_fit": {"intercept_s": round(a_r, 3), "slope_s_per_job": round(b_r, 4)},
-        "per_job_ratio_created": round(ratio_c, 3), "per_job_ratio_running": round(ratio_r, 3),
-    }
-    write_result("b6_scaling", result)
-    print(f"  B6 T_created(N) = {a_c:.2f} s + {b_c * 1000:.1f} ms·N; T_running(N) = {a_r:.2f} s + "
-          f"{b_r * 1000:.1f} ms·N; per-job time N={large['n']} vs N={small['n']}: created x{ratio_c:.2f}, "
-          f"Running x{ratio_r:.2f}", flush=True)
-    return result
-
-
-# --- B2 -----------------------------------------------------------------------------------------------
-
-
-def b2_wide(cfg: Config, ceiling: dict[str, Any] | None) -> dict[str, Any]:
-    workers = cfg.wide_workers
-    ideal = ideal_run([tfjob("wide", "", workers=workers, ps=0)], create_threads(cfg))
-    raw_ok, raw_created, raw_running = ideal["complete"], ideal["all_created_s"], ideal["all_pods_running_s"]
-    with fresh_cluster() as bench:
-        ns = bench.create_namespace("bench")
-        pods = bench.watch(PodRecorder(bench.kube, ns))
-        jobs = bench.watch(JobRecorder(bench.kube, ns))
-        with operator(bench, cfg, "b2-wide") as op:
-            api_before = bench.apiserver_requests()
-            meter = bench.cpu_meter(op).start()
-            submitted, _ = submit_jobs(bench.kube, [tfjob("wide", ns, workers=workers, ps=0)])
-            start = submitted["wide"]
-            ok = pods.wait(lambda: len(pods.times.first_seen) >= workers, bounded(workers, per_item=1.0))
-            created = last(pods.times.first_seen.values()) - start
-            running_ok = jobs.wait(lambda: "wide" in jobs.times.running, bounded(workers, per_item=0.5))
-            running = jobs.times.running.get("wide", float("nan")) - start
-            pods_running = (last(pods.times.running.values()) - start) if pods.times.running else float("nan")
-            cpu = meter.stop()
-            rss, hwm = op.rss(), op.hwm()
-            api_writes = writes(delta(api_before, bench.apiserver_requests()))
-    result = {
-        "workers": workers, "complete": raw_ok and ok and running_ok, "ideal": ideal,
-        "ideal_all_created_s": raw_created, "ideal_all_pods_running_s": raw_running,
-        "operator_all_created_s": round(created, 2), "operator_all_running_s": round(running, 2),
-        # The job's Running condition needs every pod Running: the difference is the operator's lag.
-        "operator_pods_all_running_s": round(pods_running, 2),
-        "efficiency": round(raw_created / created, 3),
-        "running_vs_ideal": round(running / raw_running, 3),
-        "operator_objects_per_s": round((workers + 1) / created, 1),
-        "operator_cpu_s": cpu.get("operator"), "operator_rss_mb": round(rss / 1e6, 1),
-        "operator_hwm_mb": round(hwm / 1e6, 1), "cpu_s": cpu, "apiserver_writes": api_writes,
-    }
-    if ceiling:
-        result["efficiency_vs_ceiling"] = round(result["operator_objects_per_s"] / ceiling["ceiling_objects_per_s"], 3)
-    write_result("b2_wide", result)
-    print(f"  B2' {workers} workers: operator all pods after {created:.2f} s (the ideal: "
-          f"{raw_created:.2f} s → {result['efficiency']}; vs B0 ceiling "
-          f"{fmt(result.get('efficiency_vs_ceiling'))}); job Running after {running:.2f} s (its pods all Running "
-          f"{pods_running:.2f} s; the ideal's pods all Running "
-          f"{raw_running:.2f} s → x{result['running_vs_ideal']}); operator cpu {cpu.get('operator')} s, "
-          f"HWM {result['operator_hwm_mb']} MB",
-          flush=True)
-    return result
-
+from bench._operator_bursts import b0_ceiling, b2_wide, b6_scaling, burst
+from bench._operator_common import (
+    LOGS,
+    SCALE_CLUSTER_SHAPE,
+    STATUS_WRITES_BUDGET,
+    TARGET_EFFICIENCY,
+    TARGET_RECOVERY_P50,
+    TARGET_RECOVERY_P99,
+    TARGET_RSS,
+    TARGET_RUNNING_VS_IDEAL,
+    TARGET_SCALING,
+    TARGET_SYNC,
+    Config,
+    bounded,
+    cpu_ms_per_job,
+    fresh_cluster,
+    last,
+    operator,
+)
+from kube import ApiError, resource_path
 
 # --- B3 -----------------------------------------------------------------------------------------------
 
@@ -602,11 +221,6 @@ def b8_scale(cfg: Config) -> dict[str, Any]:
           f"x{result['per_job_ratio']}; CPU per job (ms) {result['fill_cpu_ms_per_job']} against "
           f"{result['reference_cpu_ms_per_job']}", flush=True)
     return result
-
-
-def cpu_ms_per_job(cpu: dict[str, float], jobs: int) -> dict[str, float]:
-    """A CpuMeter reading (seconds per component) as milliseconds per job, without the wall clock."""
-    return {k: round(v * 1000 / jobs, 1) for k, v in cpu.items() if k != "wall"}
 
 
 def steady_state(cfg: Config, name: str, n: int, workers: int,
