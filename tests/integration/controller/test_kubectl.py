@@ -43,9 +43,12 @@ def test_get_tfjob_answers_is_it_working_at_a_glance(tfjobs: Any) -> None:
     assert wide[0] == ["NAME", "STATE", "WORKERS", "PS", "RESTARTS", "AGE", "STARTED", "COMPLETED"]
     assert len(wide[1]) == len(wide[0]) - 1  # started, and the Completed cell is still empty
 
-    for name in ("tfjob", "tensorflowjob", "tensorflowjobs.kubeflow.org", "kubeflow", "all"):
+    for name in ("tfjob", "tensorflowjob", "tensorflowjobs.kubeflow.org", "kubeflow"):
         listed = kubectl(tfjobs, "get", name, "-o", "name").stdout.split()
         assert "tensorflowjob.kubeflow.org/glance" in listed, name
+    # Not in the `all` category, so `kubectl delete all --all` leaves training jobs alone.
+    everything = kubectl(tfjobs, "get", "all", "-o", "name").stdout.split()
+    assert "pod/glance-worker-0" in everything and "tensorflowjob.kubeflow.org/glance" not in everything
 
 
 def test_describe_tfjob_tells_the_story_in_events(tfjobs: Any) -> None:
