@@ -5,9 +5,9 @@
 # dependencies (no compilers, no pip, no caches, no sources beyond the installed packages). The
 # runtime runs as an unprivileged numeric user (65532, matching the Deployment's runAsUser) on a
 # read-only root filesystem: nothing is written at run time (no .pyc, logs go to stdout).
-# The CRDs are package data of `api` (api/crds/ links to manifests/crd.yaml and
+# The CRDs are package data of `tfjob_api` (tfjob_api/crds/ links to manifests/crd.yaml and
 # manifests/kubeflow/tfjob-crd.yaml; the wheel carries their contents). The final stage also keeps
-# them at $TFJOB_CRD / $TFJOB_KUBEFLOW_CRD, the same files, which `api.crd` then reads.
+# them at $TFJOB_CRD / $TFJOB_KUBEFLOW_CRD, the same files, which `tfjob_api.crd` then reads.
 
 ARG PYTHON_IMAGE=python:3.11.7-slim-bookworm
 
@@ -53,8 +53,8 @@ websocket-client==1.9.2
 yarl==1.25.1
 CONSTRAINTS
 COPY setup.cfg pyproject.toml README.md ./
-COPY api/ api/
-# The CRDs api/crds/ links to, so the installed package carries them.
+COPY tfjob_api/ tfjob_api/
+# The CRDs tfjob_api/crds/ links to, so the installed package carries them.
 COPY manifests/crd.yaml manifests/crd.yaml
 COPY manifests/kubeflow/tfjob-crd.yaml manifests/kubeflow/tfjob-crd.yaml
 COPY kube/ kube/

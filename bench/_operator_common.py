@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from api.defaults import apply_defaults
 from bench._harness import (
     RESULTS,
     BenchCluster,
@@ -37,6 +36,7 @@ from bench._measure import (
 )
 from controller.job.builders import build_pods, build_service
 from kube import Kube, resource_path
+from tfjob_api.defaults import apply_defaults
 
 SCENARIOS = ("b0", "b1", "b2", "b3", "b4", "b5", "b6", "b8")
 # B8: 10 000 jobs x 5 pods on 50 KWOK nodes x 1 200 pods (room for 60 000). One KWOK process on two

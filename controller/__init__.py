@@ -26,7 +26,7 @@ Where things are, in the order the layers build on each other (imports only go d
   the `--profiles` file), `malloc` (fewer glibc malloc arenas, so resident memory stays flat after
   bursts).
 
-The API contract it applies (`api`: the kinds' names and labels, conditions, the CRD schema and its
+The API contract it applies (`tfjob_api`: the kinds' names and labels, conditions, the CRD schema and its
 defaults, what a pod's status means, timestamps, reading job files), the API client (`kube`), the
 TF_CONFIG rules (`tfconfig`), the work queue and the informers are packages of their own below this
 one; the client for people who train (`tfjobs`) stands beside it, importing none of it.

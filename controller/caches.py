@@ -26,8 +26,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from api import kubeflow
-from api.names import GROUP, JOB_NAME_LABEL, PLURAL, VERSION
 from controller.job import podcache
 from controller.job.kinds import TENSORFLOWJOB, TFJOB, JobKind, parse_key
 from controller.kueue import protocol as kueue
@@ -37,6 +35,8 @@ from informers.informer import SharedInformer
 from informers.store import CONTROLLER_UID_INDEX, Store, default_indexers, slim_and_share
 from kube import ApiError, Kube
 from kube.clock import REAL_CLOCK, Clock
+from tfjob_api import kubeflow
+from tfjob_api.names import GROUP, JOB_NAME_LABEL, PLURAL, VERSION
 
 NODE_INDEX = "node"
 

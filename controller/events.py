@@ -18,8 +18,8 @@ from typing import Any
 
 import structlog
 
-from api.timeutil import format_time
 from kube.clock import REAL_CLOCK, Clock
+from tfjob_api.timeutil import format_time
 
 log = structlog.get_logger(__name__)
 

@@ -25,12 +25,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from api import podstate
 from controller.caches import JobCaches, node_is_ready
 from controller.job import podcache
 from controller.job.kinds import TFJOB, kind_of_owner
 from controller.memory import JobMemory
 from informers.store import controller_of, object_key
+from tfjob_api import podstate
 from workqueue import RateLimitingQueue
 
 

@@ -45,10 +45,6 @@ from typing import Any, Protocol
 
 import structlog
 
-from api import conditions as cond
-from api import podstate
-from api.names import REPLICA_TYPE_LABEL
-from api.timeutil import format_time
 from controller.events import EventRecorder
 from controller.job.draft import Event, Plan, PodDeletion
 from controller.job.kinds import JobKind, parse_key
@@ -64,6 +60,10 @@ from controller.options import DEFAULTS, ControllerOptions
 from kube import ApiError, Kube, resource_path
 from kube.clock import REAL_CLOCK, Clock
 from kube.retry import retry_transient
+from tfjob_api import conditions as cond
+from tfjob_api import podstate
+from tfjob_api.names import REPLICA_TYPE_LABEL
+from tfjob_api.timeutil import format_time
 
 log = structlog.get_logger(__name__)
 

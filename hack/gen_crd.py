@@ -1,7 +1,7 @@
 """Generate manifests/crd.yaml: the TensorFlowJob CRD with the real PodTemplateSpec schema embedded.
 
-The CRDs themselves (schemas, rules, columns, names, defaults) are built by `api.schema` and
-`api.kubeflow_schema`; this script only fetches Kubernetes' OpenAPI documents, inlines their
+The CRDs themselves (schemas, rules, columns, names, defaults) are built by `tfjob_api.schema` and
+`tfjob_api.kubeflow_schema`; this script only fetches Kubernetes' OpenAPI documents, inlines their
 references, and writes the YAML.
 
 Why generated: the API server rejects `$ref` in CRD schemas, yet we want `kubectl explain` to work
@@ -16,8 +16,8 @@ stall rule, network isolation and the other production features). Run:
 `python hack/gen_crd.py [path/to/api__v1_openapi.json]`.
 
 It also writes manifests/kubeflow/: the same CRD without its short name, and the CRD of Kubeflow's
-`TFJob` kind as this operator serves it (api/kubeflow_schema.py, docs/kubeflow.md). api/crds/ links to
-manifests/crd.yaml and manifests/kubeflow/tfjob-crd.yaml: the wheel ships them as package data of `api`.
+`TFJob` kind as this operator serves it (tfjob_api/kubeflow_schema.py, docs/kubeflow.md). tfjob_api/crds/ links to
+manifests/crd.yaml and manifests/kubeflow/tfjob-crd.yaml: the wheel ships them as package data of `tfjob_api`.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # `python hack/gen_crd.py` runs without the project installed
-from api.kubeflow_schema import build_tfjob_crd  # noqa: E402
-from api.schema import Component, build_crd, template_metadata_schema, without_short_names  # noqa: E402
+from tfjob_api.kubeflow_schema import build_tfjob_crd  # noqa: E402
+from tfjob_api.schema import Component, build_crd, template_metadata_schema, without_short_names  # noqa: E402
 
 K8S_VERSION = next(
     line.split("=", 1)[1].strip()

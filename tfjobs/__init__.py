@@ -15,7 +15,7 @@ them), `selectors` (Argo's successCondition/failureCondition evaluator), `manife
 files and the objects beside their jobs, `--set` overrides), `kubeconfig` (kubectl's default
 namespace), `tables` and `durations` (kubectl-style output and input). API access goes through the
 `kube` package only; the rules (labels, conditions, what a pod's status means, TF_CONFIG) are the
-API contract the operator follows too (`api`, `tfconfig`). Nothing here imports the operator
+API contract the operator follows too (`tfjob_api`, `tfconfig`). Nothing here imports the operator
 (`controller`), and the operator imports nothing from here. See docs/using.md.
 """
 

@@ -36,8 +36,8 @@ from typing import Any, NoReturn, TextIO
 import structlog
 import yaml
 
-from api.names import GROUP
 from kube import ApiError, ConfigError
+from tfjob_api.names import GROUP
 from tfjobs.client import STATES, JobFailed, JobNotFound, TfJobClient, WaitTimeout
 from tfjobs.describe import describe
 from tfjobs.durations import parse_duration

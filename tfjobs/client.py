@@ -30,11 +30,11 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from api import conditions
-from api.documents import describe
-from api.names import GROUP, KIND, PLURAL, VERSION
 from kube import ApiError, Kube, resource_path
 from tfconfig import ROLES
+from tfjob_api import conditions
+from tfjob_api.documents import describe
+from tfjob_api.names import GROUP, KIND, PLURAL, VERSION
 from tfjobs.durations import parse_duration, parse_time
 from tfjobs.jobview import FINISHED_STATES, job_state, roles, state_detail
 from tfjobs.kubeconfig import default_namespace, kubeconfig_paths

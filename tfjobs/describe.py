@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from api import conditions, podstate
+from tfjob_api import conditions, podstate
 from tfjobs.durations import age_since
 from tfjobs.jobview import (
     FINISHED_STATES,

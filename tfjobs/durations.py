@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
-from api.timeutil import parse_time
+from tfjob_api.timeutil import parse_time
 
 __all__ = ["age", "age_since", "elapsed", "parse_duration", "parse_time"]
 

@@ -1,8 +1,8 @@
 """A job and its pods as a person reads them: state, roles, each pod's task, status and trouble.
 
 Pure functions over the raw JSON dicts the API returns, shared by `get`, `describe`, `wait` and
-`logs`. They reuse the API contract the operator follows: label names (`api.names`), what a
-pod's fields mean (`api.podstate`), the job's state precedence (`api.conditions`) and which
+`logs`. They reuse the API contract the operator follows: label names (`tfjob_api.names`), what a
+pod's fields mean (`tfjob_api.podstate`), the job's state precedence (`tfjob_api.conditions`) and which
 container is the TensorFlow one (`tfconfig`). What they add is wording: the reason a pod
 is not running, in the scheduler's or kubelet's own words.
 """
@@ -13,8 +13,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from api import conditions, podstate
 from tfconfig import ROLES, role_replicas, tf_container_index
+from tfjob_api import conditions, podstate
 
 __all__ = ["FINISHED_STATES", "container_names", "is_finished", "job_state", "pod_problem", "pod_status",
            "pod_task", "roles", "slot_name", "tf_container", "waiting_reason"]

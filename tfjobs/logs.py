@@ -25,9 +25,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from api import podstate
-from api.names import JOB_NAME_LABEL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
 from kube import ApiError, Kube
+from tfjob_api import podstate
+from tfjob_api.names import JOB_NAME_LABEL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
 from tfjobs.jobview import container_names, is_finished, slot_name, tf_container
 from tfjobs.watching import JobWatch
 

@@ -1,9 +1,9 @@
 """Job manifests for `submit` and `create`: read them, pick the TensorFlowJobs and the objects that
 travel with them, apply `--set` overrides.
 
-Files are read with the operator's own reader (`api.documents`: one clear error for
+Files are read with the operator's own reader (`tfjob_api.documents`: one clear error for
 an unreadable or invalid file, `kind: List` unwrapped); YAML text and dicts are accepted as well.
-Beside its jobs a file may hold companions (`api.documents.is_companion`): the ConfigMaps, Secrets
+Beside its jobs a file may hold companions (`tfjob_api.documents.is_companion`): the ConfigMaps, Secrets
 and PersistentVolumeClaims (core/v1) a job needs, which are created with it; any other kind is
 refused with a message that says to `kubectl apply` it.
 `--set worker.replicas=8` changes one field: the path is relative to `spec` unless it starts with
@@ -21,8 +21,8 @@ from typing import Any
 
 import yaml
 
-from api.documents import InputError, describe, is_companion, load_documents, parse_documents
-from api.names import API_VERSION, KIND
+from tfjob_api.documents import InputError, describe, is_companion, load_documents, parse_documents
+from tfjob_api.names import API_VERSION, KIND
 
 __all__ = ["COMPANION_PLURALS", "InputError", "Manifest", "apply_overrides", "companion_plural", "jobs_from_documents",
            "load_manifest", "manifest_from_documents", "manifest_from_yaml", "parse_override", "set_path"]

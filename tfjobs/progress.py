@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from api import podstate
+from tfjob_api import podstate
 from tfjobs.durations import elapsed as format_elapsed
 from tfjobs.jobview import job_state, roles, state_detail
 

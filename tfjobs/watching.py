@@ -15,9 +15,9 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from api.names import GROUP, JOB_NAME_LABEL, PLURAL, VERSION
 from informers import PathListerWatcher, SharedInformer
 from kube import Kube, resource_path
+from tfjob_api.names import GROUP, JOB_NAME_LABEL, PLURAL, VERSION
 
 __all__ = ["JobWatch", "PodEvent"]
 

@@ -5,6 +5,6 @@
 into that plan; the other modules are its parts (builders, validation, pod state, and the production features:
 stall probes, NetworkPolicies, start-up profiles, pending reasons; and `kinds` with `kubeflow/`,
 Kubeflow's TFJob kind as the same job model). The API contract they apply (names, labels,
-conditions, the CRD schema and its defaults) is `api`'s.
+conditions, the CRD schema and its defaults) is `tfjob_api`'s.
 Everything here is tested with plain dicts, without a cluster.
 """

@@ -1,7 +1,7 @@
 """Pure builders: the exact headless Service and Pods the controller creates for a job.
 
 Both `tfjob-operator render` and the reconciler call these, so what a user previews is what runs.
-Input is a defaulted job dict (see `api.defaults`); output is fresh dicts that share nothing
+Input is a defaulted job dict (see `tfjob_api.defaults`); output is fresh dicts that share nothing
 with the input (the user's template — often an informer-cache object — is never mutated). The
 TensorFlow container also gets its role's stall probes (`stall`) and the operator's start-up
 profiles (`profiles`), each only where the template says nothing. The job's kind
@@ -15,8 +15,6 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from api.defaults import RESTART_POLICY
-from api.names import CLUSTER_HASH_ANNOTATION, JOB_NAME_LABEL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
 from controller.job.kinds import TENSORFLOWJOB, JobKind
 from controller.job.profiles import Profile, apply_profiles, profiles_for
 from controller.job.stall import with_stall_probes
@@ -30,6 +28,8 @@ from tfconfig import (
     role_replicas,
     tf_container_index,
 )
+from tfjob_api.defaults import RESTART_POLICY
+from tfjob_api.names import CLUSTER_HASH_ANNOTATION, JOB_NAME_LABEL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
 
 # Role restart policy → pod restartPolicy. Never/ExitCode leave the decision to the controller.
 POD_RESTART_POLICY = {"OnFailure": "OnFailure", "Always": "Always", "Never": "Never", "ExitCode": "Never"}

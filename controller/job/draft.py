@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from api import conditions as cond
-from api import podstate
-from api.defaults import CLEAN_POD_POLICY
-from api.timeutil import format_time
+from tfjob_api import conditions as cond
+from tfjob_api import podstate
+from tfjob_api.defaults import CLEAN_POD_POLICY
+from tfjob_api.timeutil import format_time
 
 
 @dataclass(frozen=True)

@@ -22,11 +22,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from api.names import JOB_NAME_LABEL
 from controller.job.builders import owned_metadata
 from controller.job.kinds import TENSORFLOWJOB, JobKind
 from controller.job.mergepatch import merge_patch
 from tfconfig import DEFAULT_PORT, ROLES, role_port, role_replicas
+from tfjob_api.names import JOB_NAME_LABEL
 
 API_VERSION = "networking.k8s.io/v1"
 NAME_SUFFIX = "-tfjob"

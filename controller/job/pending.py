@@ -4,7 +4,7 @@
 A pod the scheduler cannot place (a missing PVC, no node with a free GPU, a taint) says so in its
 PodScheduled condition; one whose image cannot be pulled or whose container cannot be created
 (a missing Secret or ConfigMap key) says so in its containers' `state.waiting`. Both stay on the pod,
-where a user looking at the job never sees them. `api.podstate.why_not_running` reads them (from
+where a user looking at the job never sees them. `tfjob_api.podstate.why_not_running` reads them (from
 what the pod cache keeps, `podcache.project`); this module words them as the job's condition: one
 reason, one message naming the pods, and nothing when no pod has a problem. Pods merely on their
 way (ContainerCreating, PodInitializing) are not a problem.
@@ -22,8 +22,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from api import podstate
 from tfconfig import ROLES
+from tfjob_api import podstate
 
 SAME_REASON = {"ErrImagePull": "ImagePullBackOff"}
 SHOWN_PODS = 5

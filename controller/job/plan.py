@@ -29,11 +29,6 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from api import conditions as cond
-from api import podstate
-from api.defaults import BACKOFF_LIMIT, RESTART_POLICY
-from api.names import role_selector
-from api.timeutil import parse_time
 from controller.job import netpol, pending, stalled
 from controller.job.builders import build_pod, build_service, desired_pod_keys
 from controller.job.draft import Event, Plan, PlanDraft
@@ -41,6 +36,11 @@ from controller.job.kinds import TENSORFLOWJOB, JobKind
 from controller.job.profiles import Profile
 from controller.job.validation import Problem, validate_job
 from tfconfig import ROLES, SerializedCluster, role_replicas
+from tfjob_api import conditions as cond
+from tfjob_api import podstate
+from tfjob_api.defaults import BACKOFF_LIMIT, RESTART_POLICY
+from tfjob_api.names import role_selector
+from tfjob_api.timeutil import parse_time
 
 FORCE_DELETE_AFTER = 15.0
 """Seconds past a pod's deletionTimestamp before a pod on a dead node is force-deleted."""

@@ -1,7 +1,7 @@
 """What the controller's pod cache keeps of each pod, and which pod updates it acts on, and how soon.
 
 A pod's JSON is mostly spec the controller never reads back (images, env with TF_CONFIG, volumes),
-so the pod informer stores a projection of it: exactly what the predicates of `api.podstate` read.
+so the pod informer stores a projection of it: exactly what the predicates of `tfjob_api.podstate` read.
 A field they start reading must be kept here, and `tests/unit/controller/job/test_podcache.py`
 checks that a projected pod reads exactly like the full one. The update filters (`same_projection`,
 `only_bound`, `is_urgent_change`) decide from two projections whether an update can change a plan
@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from api.podstate import is_disrupted, is_terminating, node_name, phase, waiting_problem
 from informers.store import share_strings, slim
+from tfjob_api.podstate import is_disrupted, is_terminating, node_name, phase, waiting_problem
 
 # What `project` keeps of status.conditions[] and status.containerStatuses[].
 _CONDITION_TYPES = ("DisruptionTarget",)

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from api.names import PREFIX
+from tfjob_api.names import PREFIX
 
 OPT_OUT_ANNOTATION = f"{PREFIX}/profiles"
 OPT_OUT_VALUES = frozenset({"off", "false", "none"})

@@ -24,9 +24,9 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
-from api import conditions as cond
-from api import podstate
 from controller.job.draft import Event, Plan, PlanDraft, PodDeletion
+from tfjob_api import conditions as cond
+from tfjob_api import podstate
 
 
 class Cause(Enum):

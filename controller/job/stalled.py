@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from api import podstate
-from api.timeutil import parse_time
+from tfjob_api import podstate
+from tfjob_api.timeutil import parse_time
 
 SIGNAL_EXIT_CODES = frozenset({137, 143})
 RECENT = timedelta(minutes=2)

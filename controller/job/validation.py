@@ -27,10 +27,10 @@ from typing import Any
 
 import jsonschema
 
-from api.crd import job_schema
-from api.defaults import apply_defaults
-from api.names import API_VERSION, KIND
 from tfconfig import ROLES, role_port, role_replicas
+from tfjob_api.crd import job_schema
+from tfjob_api.defaults import apply_defaults
+from tfjob_api.names import API_VERSION, KIND
 
 DNS_1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 MAX_DNS_LABEL = 63

@@ -20,12 +20,12 @@ from typing import Any
 
 import structlog
 
-from api import conditions as cond
-from api.timeutil import format_time
 from controller.kueue import protocol as kueue
 from kube import ApiError, Kube, resource_path
 from kube.clock import Clock
 from kube.retry import retry_transient
+from tfjob_api import conditions as cond
+from tfjob_api.timeutil import format_time
 
 log = structlog.get_logger(__name__)
 

@@ -51,13 +51,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from api.names import API_VERSION as JOB_API_VERSION
-from api.names import GROUP as JOB_GROUP
-from api.names import JOB_NAME_LABEL, REPLICA_TYPE_LABEL
-from api.names import KIND as JOB_KIND
-from api.timeutil import parse_time
 from controller.job.builders import POD_RESTART_POLICY
 from tfconfig import ROLES, role_replicas
+from tfjob_api.names import API_VERSION as JOB_API_VERSION
+from tfjob_api.names import GROUP as JOB_GROUP
+from tfjob_api.names import JOB_NAME_LABEL, REPLICA_TYPE_LABEL
+from tfjob_api.names import KIND as JOB_KIND
+from tfjob_api.timeutil import parse_time
 
 GROUP = "kueue.x-k8s.io"
 VERSION = "v1beta2"
@@ -412,7 +412,7 @@ def clear_admission_status(workload: Mapping[str, Any], now: str) -> dict[str, A
     * `status.admission`: null (this is what frees the quota);
     * `Admitted` (when it was True): False, NoReservation "The workload has no reservation", and the
       time it was admitted added to `accumulatedPastExecutionTimeSeconds`.
-    `now` is an RFC 3339 timestamp (api.timeutil.format_time).
+    `now` is an RFC 3339 timestamp (tfjob_api.timeutil.format_time).
     """
     evicted = _condition(workload, EVICTED)
     if evicted is None or evicted.get("status") != "True" or not _is_true(workload, QUOTA_RESERVED):

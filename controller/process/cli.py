@@ -7,7 +7,7 @@ their output is exactly what the running controller would do with the same job -
 policy default (docs/production.md). `render` and `validate` take Kubeflow TFJobs too (by their kind),
 and `convert` prints a TFJob as the equivalent TensorFlowJob with notes on what does not carry over
 (docs/kubeflow.md). The other objects of a file (a ConfigMap with the training program, ...:
-`api.documents.is_companion`) are noted on stderr and not checked; `convert` copies them unchanged, in
+`tfjob_api.documents.is_companion`) are noted on stderr and not checked; `convert` copies them unchanged, in
 the file's order, so its output can be applied (docs/operations.md).
 """
 
@@ -21,13 +21,13 @@ from typing import Any, NamedTuple
 
 import yaml
 
-from api.documents import InputError, describe, is_companion, load_documents
 from controller.job import netpol
 from controller.job.builders import build_pods, build_service
 from controller.job.kinds import kind_of_document
 from controller.job.profile_file import ProfileError
 from controller.options import DEFAULTS
 from controller.process.profiles import load_profiles
+from tfjob_api.documents import InputError, describe, is_companion, load_documents
 
 
 class Checked(NamedTuple):
@@ -40,7 +40,7 @@ class Checked(NamedTuple):
     companion: bool
 
 
-# What `validate` and `render` say of a document that is not a job (api.documents.is_companion).
+# What `validate` and `render` say of a document that is not a job (tfjob_api.documents.is_companion).
 NOT_CHECKED = "not a job, not checked (kubectl apply creates it as written)"
 
 

@@ -35,9 +35,9 @@ from typing import Any, Protocol
 
 import structlog
 
-from api.timeutil import parse_time
 from kube import ApiError, resource_path
 from kube.clock import REAL_CLOCK, Clock
+from tfjob_api.timeutil import parse_time
 
 log = structlog.get_logger(__name__)
 

@@ -22,7 +22,6 @@ from typing import Any
 import pytest
 import yaml
 
-from api.names import JOB_NAME_LABEL
 from informers.factory import InformerFactory
 from informers.informer import SharedInformer
 from informers.listwatch import PathListerWatcher, WatchLike
@@ -31,6 +30,7 @@ from kube import ApiError, Kube, resource_path
 from kube.retry import retry_transient
 from tests.support.jobs import pod_manifest
 from tests.support.polling import wait_for
+from tfjob_api.names import JOB_NAME_LABEL
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_FILE = ROOT / "manifests" / "crd.yaml"

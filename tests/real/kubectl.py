@@ -8,9 +8,9 @@ import subprocess
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from api.names import JOB_NAME_LABEL
 from devcluster.cluster import Cluster
 from tests.support import polling
+from tfjob_api.names import JOB_NAME_LABEL
 
 T = TypeVar("T")
 POLL_SECONDS = 1.0  # every check runs kubectl, on the two cores that also run the training

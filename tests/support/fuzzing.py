@@ -21,8 +21,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from api.names import JOB_NAME_LABEL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
 from tests.support.jobs import DEVCLUSTER_IMAGE, ROLES, SIM_EXIT_AFTER, SIM_EXIT_CODE, tfjob
+from tfjob_api.names import JOB_NAME_LABEL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
 
 POLICIES = ("Never", "OnFailure", "Always", "ExitCode")
 JOB_UID = "0b0e6c1c-0000-4000-8000-00000000f022"

@@ -16,8 +16,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from api.defaults import apply_defaults
 from controller.job.builders import build_pods
+from tfjob_api.defaults import apply_defaults
 
 API_VERSION = "kubeflow.org/v1"
 KIND = "TensorFlowJob"

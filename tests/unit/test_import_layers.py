@@ -4,9 +4,9 @@
                                                       →  controller (the loop)  →  controller.process
                                                   →  tfjobs (beside controller)
 
-`api` is the API contract (the kinds' names, labels, conditions, pod reading, the CRD schema and
+`tfjob_api` is the API contract (the kinds' names, labels, conditions, pod reading, the CRD schema and
 defaults): it sits directly above `tfconfig`, whose role names it uses, and below everything that
-acts on jobs. `tfjobs` (the kubectl plugin and the Python client) builds on `api`, `kube` and
+acts on jobs. `tfjobs` (the kubectl plugin and the Python client) builds on `tfjob_api`, `kube` and
 `informers` and stands beside the operator: neither it nor any layer of `controller` imports the
 other, so a user who only wants the client never loads the controller.
 
@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 LAYERS: list[tuple[str, int]] = [
     ("tfconfig", 0),
     ("kube", 0),
-    ("api", 1),
+    ("tfjob_api", 1),
     ("workqueue", 1),
     ("informers", 1),
     ("controller.job", 2),
@@ -44,7 +44,7 @@ LAYERS: list[tuple[str, int]] = [
 ]
 # Packages beside each other: neither imports the other, whatever the ranks of their layers.
 BESIDE: list[tuple[str, str]] = [("tfjobs", "controller")]
-OPERATOR_PACKAGES = ("api", "tfconfig", "kube", "workqueue", "informers", "controller", "tfjobs")
+OPERATOR_PACKAGES = ("tfjob_api", "tfconfig", "kube", "workqueue", "informers", "controller", "tfjobs")
 KUBERNETES_CLIENT_MODULE = "kube.client"
 
 
@@ -143,8 +143,8 @@ def test_the_local_control_plane_imports_none_of_the_operator() -> None:
     ("controller.reconciler", "import controller.process.app"),
     ("informers.store", "from workqueue import Queue"),
     ("kube.client", "def f():\n    from tfconfig import ROLES"),
-    ("api.conditions", "from controller.job import plan"),
-    ("api.names", "from informers import store"),
+    ("tfjob_api.conditions", "from controller.job import plan"),
+    ("tfjob_api.names", "from informers import store"),
     ("tfjobs.client", "from controller.job import plan"),
     ("tfjobs.cli", "from controller.process.cli import main"),
     ("controller.process.cli", "from tfjobs import manifests"),
@@ -162,7 +162,7 @@ def test_an_import_up_or_across_the_layers_is_caught(module: str, source: str) -
     ("controller.process.app", "from controller.controller import Controller"),
     ("informers.reflector", "from kube import ApiError"),
     ("controller.job.plan", "from api import conditions"),
-    ("api.defaults", "from api.crd import job_schema"),
+    ("tfjob_api.defaults", "from tfjob_api.crd import job_schema"),
     ("tfjobs.describe", "from api import podstate"),
     ("tfjobs.watching", "from informers.informer import SharedInformer"),
     ("tfjobs.logs", "from kube import Kube"),

@@ -306,19 +306,19 @@ def test_image_runs_tfjob_operator_run_as_the_deployments_non_root_user(
 
 
 def test_image_installs_the_crds_the_api_package_links_to(dockerfile: str) -> None:
-    """The CRDs are package data of `api` (api/crds/ links into manifests/): the build stage copies
+    """The CRDs are package data of `tfjob_api` (tfjob_api/crds/ links into manifests/): the build stage copies
     what the links point to, so the installed package carries them; the final stage keeps the same files
     where $TFJOB_CRD and $TFJOB_KUBEFLOW_CRD point."""
     build_stage = dockerfile.rsplit("\nFROM ", 1)[0]
     ignore = (ROOT / ".dockerignore").read_text().splitlines()
-    links = sorted((ROOT / "api" / "crds").glob("*.yaml"))
+    links = sorted((ROOT / "tfjob_api" / "crds").glob("*.yaml"))
     assert [link.name for link in links] == ["tensorflowjob.yaml", "tfjob.yaml"]
     for link in links:
         target = link.resolve().relative_to(ROOT).as_posix()
         assert link.is_symlink() and target.startswith("manifests/"), target
         assert f"COPY {target} {target}" in build_stage
         assert f"!{target}" in ignore
-    assert "COPY api/ api/" in build_stage
+    assert "COPY tfjob_api/ tfjob_api/" in build_stage
     final_stage = dockerfile.rsplit("\nFROM ", 1)[1]
     for variable, source in (("TFJOB_CRD", "manifests/crd.yaml"),
                              ("TFJOB_KUBEFLOW_CRD", "manifests/kubeflow/tfjob-crd.yaml")):

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 import yaml
 
-from api.crd import job_schema
 from controller.job import validation
 from tfconfig import ROLES
 from tfheartbeat.settings import HEARTBEAT_FILE_ENV
+from tfjob_api.crd import job_schema
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "manifests"

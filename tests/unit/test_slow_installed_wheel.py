@@ -1,8 +1,8 @@
 """SLOW (a minute or two, needs PyPI): the operator installed from its wheel, not editable and away
-from the source tree, reads the CRDs it carries as package data of `api` — `validate`, `render` and
+from the source tree, reads the CRDs it carries as package data of `tfjob_api` — `validate`, `render` and
 `convert` work with no TFJOB_* variable set.
 
-The CRDs are `manifests/crd.yaml` and `manifests/kubeflow/tfjob-crd.yaml`; `api/crds/` links to them,
+The CRDs are `manifests/crd.yaml` and `manifests/kubeflow/tfjob-crd.yaml`; `tfjob_api/crds/` links to them,
 and the wheel carries their contents.
 """
 
@@ -47,9 +47,9 @@ def test_slow_the_installed_wheel_validates_renders_and_converts_with_its_own_cr
     run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(ROOT)], ROOT, env)
     [wheel] = wheels.glob("tfjob_operator-*.whl")
     with zipfile.ZipFile(wheel) as archive:
-        packaged = {name: archive.read(name) for name in ("api/crds/tensorflowjob.yaml", "api/crds/tfjob.yaml")}
-    assert packaged["api/crds/tensorflowjob.yaml"] == (ROOT / "manifests" / "crd.yaml").read_bytes()
-    assert packaged["api/crds/tfjob.yaml"] == (ROOT / "manifests" / "kubeflow" / "tfjob-crd.yaml").read_bytes()
+        packaged = {name: archive.read(name) for name in ("tfjob_api/crds/tensorflowjob.yaml", "tfjob_api/crds/tfjob.yaml")}
+    assert packaged["tfjob_api/crds/tensorflowjob.yaml"] == (ROOT / "manifests" / "crd.yaml").read_bytes()
+    assert packaged["tfjob_api/crds/tfjob.yaml"] == (ROOT / "manifests" / "kubeflow" / "tfjob-crd.yaml").read_bytes()
 
     venv = tmp_path / "venv"
     run([sys.executable, "-m", "venv", str(venv)], tmp_path, env)
@@ -66,7 +66,7 @@ def test_slow_the_installed_wheel_validates_renders_and_converts_with_its_own_cr
     converted = yaml.safe_load(run([operator, "convert", "-f", "tfjob.yaml"], elsewhere, env).stdout)
     assert converted["kind"] == "TensorFlowJob"
     assert converted["spec"]["worker"]["replicas"] == 2
-    located = run([str(venv / "bin" / "python"), "-c", "import api.crd; print(api.crd.crd_path())"],
+    located = run([str(venv / "bin" / "python"), "-c", "import tfjob_api.crd; print(tfjob_api.crd.crd_path())"],
                   elsewhere, env).stdout.strip()
     assert located.startswith(str(venv)), located
 

@@ -13,6 +13,6 @@ kinds:
 * `convert` -- a TFJob rewritten as the equivalent TensorFlowJob, and what does not carry over.
 
 The TFJob's names (API coordinates, Kubeflow's labels, replica types, `runPolicy.managedBy` values)
-are `api.kubeflow`, its defaults `api.defaults`. Everything here is a function of plain dicts, tested
+are `tfjob_api.kubeflow`, its defaults `tfjob_api.defaults`. Everything here is a function of plain dicts, tested
 without a cluster (docs/kubeflow.md).
 """

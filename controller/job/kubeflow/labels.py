@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from api.kubeflow import (
+from tfconfig import role_replicas
+from tfjob_api.kubeflow import (
     JOB_NAME_LABEL,
     JOB_ROLE_LABEL,
     JOB_ROLE_MASTER,
@@ -21,7 +22,6 @@ from api.kubeflow import (
     REPLICA_TYPE_LABEL,
     TYPE_OF_ROLE,
 )
-from tfconfig import role_replicas
 
 
 def replica_type(job: Mapping[str, Any], role: str) -> str:

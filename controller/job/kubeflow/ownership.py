@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from api.kubeflow import MANAGED_BY_THIS_OPERATOR
+from tfjob_api.kubeflow import MANAGED_BY_THIS_OPERATOR
 
 
 def managed_by(tfjob: Mapping[str, Any]) -> str:

@@ -23,15 +23,15 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from api import conditions as cond
-from api.kubeflow import (
+from controller.job.kubeflow.labels import role_selector
+from tfjob_api import conditions as cond
+from tfjob_api.kubeflow import (
     JOB_NAME_LABEL,
     REPLICA_TYPE_LABEL,
     ROLE_OF_TYPE,
     TYPE_OF_ROLE,
     canonical_type,
 )
-from controller.job.kubeflow.labels import role_selector
 
 # The planner's reasons and the Kubeflow reason each becomes; others fall back on the condition type's.
 KUBEFLOW_REASON = {

@@ -3,7 +3,7 @@ Kubeflow's validating webhook checked -- plus what only the defaulted job can te
 
 Problems name the TFJob's own fields (`spec.tfReplicaSpecs.Worker...`), in the words the CRD's rules
 use, so `tfjob-operator validate`, `convert` and a TFJob's `Failed` condition read the same. The
-schema is the CRD's (`api.crd`); the rules it states in CEL are restated here.
+schema is the CRD's (`tfjob_api.crd`); the rules it states in CEL are restated here.
 Pure, like the TensorFlowJob's validation: the controller remembers the answer per job
 (`controller.memory.JobMemory.validated`).
 """
@@ -16,8 +16,6 @@ from typing import Any
 
 import jsonschema
 
-from api.crd import tfjob_schema
-from api.kubeflow import API_VERSION, KIND, REPLICA_TYPES, ROLE_OF_TYPE, canonical_type
 from controller.job.kubeflow.model import to_model
 from controller.job.validation import (
     Problem,
@@ -28,6 +26,8 @@ from controller.job.validation import (
     without_status,
 )
 from tfconfig import TF_CONTAINER, role_port, role_replicas
+from tfjob_api.crd import tfjob_schema
+from tfjob_api.kubeflow import API_VERSION, KIND, REPLICA_TYPES, ROLE_OF_TYPE, canonical_type
 
 ONE_AT_MOST = ("chief", "evaluator")
 SPECS = "spec.tfReplicaSpecs"

@@ -152,7 +152,7 @@ def test_active_deadline_fails_the_job_on_time(tfjobs: Any) -> None:
     tfjobs.wait_pods("dl", 2)
     failed = tfjobs.wait_condition("dl", "Failed", "DeadlineExceeded", timeout=30)
     status = tfjobs.status("dl")
-    from api.timeutil import parse_time
+    from tfjob_api.timeutil import parse_time
     late = (parse_time(failed["lastTransitionTime"]) - parse_time(status["startTime"])).total_seconds()
     assert 5 <= late <= 7, f"deadline fired {late}s after start"
     tfjobs.wait_for(lambda: tfjobs.pod_names("dl") == [], 30, "active pods to be deleted")

@@ -11,10 +11,10 @@ from typing import Any
 
 import yaml
 
-from api.defaults import apply_defaults
 from controller.job import netpol
 from kube import ApiError, Kube, resource_path
 from tests.support.jobs import DEVCLUSTER_IMAGE, container
+from tfjob_api.defaults import apply_defaults
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 TENSORBOARD = {"podSelector": {"matchLabels": {"app": "tensorboard"}}}

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from api.crd import crd, job_schema
+from tfjob_api.crd import crd, job_schema
 
 FORBIDDEN = {"$ref", "definitions", "dependencies", "patternProperties", "id", "$schema", "additionalItems",
              "allOf", "oneOf", "anyOf", "not", "readOnly", "x-kubernetes-patch-strategy",

@@ -1,4 +1,4 @@
-"""`api.documents.is_companion`: which documents of a job file are the objects beside its jobs (a
+"""`tfjob_api.documents.is_companion`: which documents of a job file are the objects beside its jobs (a
 ConfigMap with the training program, ...) and which are jobs to check, on plain dicts."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from api.documents import is_companion
+from tfjob_api.documents import is_companion
 
 
 def doc(api_version: Any = "v1", kind: Any = "ConfigMap", metadata: Any = None) -> dict[str, Any]:

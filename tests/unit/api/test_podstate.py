@@ -1,4 +1,4 @@
-"""Why a pod is not running (`api.podstate.why_not_running`), and the two ways it is worded: the job's
+"""Why a pod is not running (`tfjob_api.podstate.why_not_running`), and the two ways it is worded: the job's
 `Pending` condition (`controller.job.pending`) and `kubectl tfjob describe` (`tfjobs.jobview`)."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from api.podstate import Obstacle, why_not_running
 from controller.job import pending
 from tests.support.jobs import make_job, pods_for
+from tfjob_api.podstate import Obstacle, why_not_running
 from tfjobs import jobview
 
 NO_PVC = 'persistentvolumeclaim "data" not found'

@@ -1,4 +1,4 @@
-"""The CRD builders (`api.schema`, `api.kubeflow_schema`) produce exactly the committed CRDs.
+"""The CRD builders (`tfjob_api.schema`, `tfjob_api.kubeflow_schema`) produce exactly the committed CRDs.
 
 Without Kubernetes' OpenAPI document, the parts the builders embed from it (the PodSpec and the
 NetworkPolicyPeer schema) are taken back out of the committed files, so everything the builders
@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 import yaml
 
-from api import kubeflow
-from api.crd import crd, tfjob_crd
-from api.defaults import BACKOFF_LIMIT, CLEAN_POD_POLICY, RESTART_POLICY
-from api.kubeflow_schema import build_tfjob_crd
-from api.schema import NETWORK_POLICY_PEER, POD_SPEC, Component, build_crd, without_short_names
 from tfconfig import ROLES
+from tfjob_api import kubeflow
+from tfjob_api.crd import crd, tfjob_crd
+from tfjob_api.defaults import BACKOFF_LIMIT, CLEAN_POD_POLICY, RESTART_POLICY
+from tfjob_api.kubeflow_schema import build_tfjob_crd
+from tfjob_api.schema import NETWORK_POLICY_PEER, POD_SPEC, Component, build_crd, without_short_names
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 

@@ -15,7 +15,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from unittest.mock import Mock
 
-from api.timeutil import format_time
 from controller.controller import Controller
 from controller.expectations import Expectations
 from controller.job.builders import build_pods, build_service
@@ -28,6 +27,7 @@ from informers.testing import FakeListerWatcher, RecordingSink, page, pod
 from kube import ApiError, Kube
 from kube.clock import FakeClock
 from tests.support.jobs import make_job, pods_for
+from tfjob_api.timeutil import format_time
 from workqueue import RateLimitingQueue
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from api.defaults import apply_defaults
 from controller.job.builders import build_pods
 from controller.job.netpol import build_network_policy
 from tests.support.jobs import container, role, tfjob
 from tests.unit.controller.netpol_eval import Pod, ingress_allowed
+from tfjob_api.defaults import apply_defaults
 
 NAMESPACES = {"team-a": {"kubernetes.io/metadata.name": "team-a"},
               "monitoring": {"kubernetes.io/metadata.name": "monitoring", "purpose": "monitoring"}}

@@ -11,14 +11,14 @@ from unittest.mock import Mock
 import pytest
 from pytest_mock import MockerFixture
 
-from api.defaults import apply_defaults
-from api.timeutil import format_time
 from controller.job.builders import build_service
 from controller.reconciler import SLOW_START_INITIAL_BATCH, STALE_CACHE_WAIT, Reconciler, RequeueError
 from kube import ApiError, Kube
 from kube.clock import FakeClock
 from tests.support.caches import FakeCaches
 from tests.support.jobs import pods_for, role, tfjob
+from tfjob_api.defaults import apply_defaults
+from tfjob_api.timeutil import format_time
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
 LATER = NOW + timedelta(seconds=2)

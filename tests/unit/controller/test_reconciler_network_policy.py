@@ -10,7 +10,6 @@ from unittest.mock import Mock
 import pytest
 from pytest_mock import MockerFixture
 
-from api.defaults import apply_defaults
 from controller.job import netpol
 from controller.job.builders import build_service
 from controller.options import ControllerOptions
@@ -19,6 +18,7 @@ from kube import ApiError, Kube
 from kube.clock import FakeClock
 from tests.support.caches import FakeCaches
 from tests.support.jobs import pods_for, role, tfjob
+from tfjob_api.defaults import apply_defaults
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
 POLICIES = "/apis/networking.k8s.io/v1/namespaces/ns/networkpolicies"

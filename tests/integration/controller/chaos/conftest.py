@@ -32,10 +32,10 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from api.names import JOB_NAME_LABEL
 from kube import ApiError, Kube, resource_path
 from tests.support.operator import LOG_DIR, Operator
 from tests.support.polling import wait_for
+from tfjob_api.names import JOB_NAME_LABEL
 
 from .watching import JobWatch, PodWatch
 

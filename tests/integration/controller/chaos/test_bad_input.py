@@ -25,13 +25,13 @@ import yaml
 from hypothesis import HealthCheck, Phase, example, given, seed, settings
 from hypothesis import strategies as st
 
-from api.names import JOB_NAME_LABEL
 from controller.job.validation import validate_job
 from kube import Kube, resource_path
 from tests.support.fuzzing import Candidate, bad_templates, invalid_specs, valid
 from tests.support.fuzzing import rejected as rejected_candidates
 from tests.support.jobs import DEVCLUSTER_IMAGE, container, pod_manifest, role, tfjob
 from tests.support.polling import until_empty, wait_for
+from tfjob_api.names import JOB_NAME_LABEL
 
 from ..conftest import Operator, TfJobs
 from .conftest import SESSION_SEED, Scale, metric_total

@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from api.names import REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
 from kube import Kube, resource_path
 from tests.support.jobs import devcluster_role
 from tests.support.polling import until_empty, wait_for
+from tfjob_api.names import REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
 
 from ..conftest import Operator, TfJobs
 from .conftest import Scale, Supervisor, metric_total, wait_cluster_serves_new_namespaces

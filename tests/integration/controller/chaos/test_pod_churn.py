@@ -16,10 +16,10 @@ from collections.abc import Callable
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from api.names import REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
 from kube import resource_path
 from tests.support.jobs import devcluster_role
 from tests.support.polling import until_empty, wait_for
+from tfjob_api.names import REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
 
 from ..conftest import Operator, TfJobs
 from .conftest import Scale

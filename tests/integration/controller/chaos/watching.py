@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from api.names import GROUP, JOB_NAME_LABEL, PLURAL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL, VERSION
 from kube import ApiError, Kube, resource_path
+from tfjob_api.names import GROUP, JOB_NAME_LABEL, PLURAL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL, VERSION
 
 LIVE_PHASES = frozenset({"Pending", "Running", "Unknown"})
 WATCH_SECONDS = 120

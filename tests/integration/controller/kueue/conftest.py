@@ -25,12 +25,12 @@ from typing import Any
 
 import pytest
 
-from api.timeutil import format_time, utcnow
 from controller.kueue import protocol as kq
 from devcluster.cluster import Cluster
 from devcluster.kueue import Kueue
 from kube import ApiError, Kube, resource_path
 from tests.support.polling import wait_for
+from tfjob_api.timeutil import format_time, utcnow
 
 CRD = pathlib.Path(__file__).resolve().parents[4] / "manifests" / "crd.yaml"
 LOG_TAIL_LINES = 40

@@ -15,11 +15,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from api.timeutil import format_time, utcnow
 from controller.kueue import protocol as kq
 from kube import Kube, resource_path
 from tests.support.jobs import DEVCLUSTER_IMAGE, container, role, tfjob
 from tests.support.polling import wait_for
+from tfjob_api.timeutil import format_time, utcnow
 
 from .conftest import POOL_LABEL, POOL_TOLERATION, Flavors, Queue, Workloads, kueue_path
 

@@ -6,9 +6,9 @@ import copy
 import json
 from typing import Any
 
-from api.defaults import apply_defaults
 from controller.job.builders import build_pod, build_pods, build_service, desired_pod_keys
 from tests.support.jobs import tfjob
+from tfjob_api.defaults import apply_defaults
 
 
 def realistic_job() -> dict[str, Any]:

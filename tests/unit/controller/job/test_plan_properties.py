@@ -20,12 +20,12 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from api import podstate
-from api.defaults import apply_defaults
 from controller.job.plan import plan_job
 from controller.job.validation import validate_job
 from tests.support.fuzzing import JOB_UID, Candidate, candidates, job_statuses, names, observed_pods, wild_specs
 from tests.support.jobs import tfjob
+from tfjob_api import podstate
+from tfjob_api.defaults import apply_defaults
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
 EXAMPLES = 300

@@ -1,4 +1,4 @@
-"""What the pod cache keeps of a pod (`podcache.project`) is enough for every predicate of `api.podstate`."""
+"""What the pod cache keeps of a pod (`podcache.project`) is enough for every predicate of `tfjob_api.podstate`."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from api import podstate
-from api.defaults import apply_defaults
 from controller.job import podcache
 from controller.job.builders import build_pods
 from tests.support.jobs import container, role, tfjob
+from tfjob_api import podstate
+from tfjob_api.defaults import apply_defaults
 
 PREDICATES = [podstate.slot, podstate.uid, podstate.name, podstate.phase, podstate.is_terminating,
               podstate.is_active, podstate.cluster_hash, podstate.is_disrupted,

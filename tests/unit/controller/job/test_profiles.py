@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from api.defaults import apply_defaults
 from controller.job.builders import build_pods
 from controller.job.profile_file import ProfileError, parse_profiles
 from controller.job.profiles import Profile, apply_profiles, matches, split_image
 from tests.support.jobs import container, role, tfjob
+from tfjob_api.defaults import apply_defaults
 
 ONEDNN = Profile(name="onednn", image="tensorflow/tensorflow", tag="2.1[6-9]*", env=(("TF_ENABLE_ONEDNN_OPTS", "0"),))
 

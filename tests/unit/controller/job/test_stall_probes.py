@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from api.defaults import apply_defaults
 from controller.job import stall
 from controller.job.builders import build_pods
 from controller.job.validation import validate_job
 from tests.support.jobs import container, role, tfjob
+from tfjob_api.defaults import apply_defaults
 
 
 def job_with(stall_rule: dict[str, Any] | None, **tf_fields: Any) -> dict[str, Any]:

@@ -7,10 +7,10 @@ import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from api.timeutil import format_time
 from controller.job.builders import build_service
 from controller.job.plan import plan_job
 from tests.support.jobs import make_job, pods_for
+from tfjob_api.timeutil import format_time
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
 JUST_NOW = format_time(NOW - timedelta(seconds=3))

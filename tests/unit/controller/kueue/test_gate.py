@@ -9,12 +9,12 @@ from unittest.mock import Mock
 import pytest
 from pytest_mock import MockerFixture
 
-from api.defaults import apply_defaults
 from controller.kueue import protocol as kueue
 from controller.kueue.gate import KueueGate
 from kube import Kube
 from kube.clock import FakeClock
 from tests.support.jobs import container, role, tfjob
+from tfjob_api.defaults import apply_defaults
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
 

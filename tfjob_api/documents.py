@@ -5,7 +5,7 @@ Every way a file can be unusable — unreadable, not YAML, empty, not a mapping 
 `InputError` with a single clear line; the CLI prints it instead of a traceback. A file may hold,
 beside its jobs, the objects they need (a ConfigMap with the training program, a Secret, a claim):
 `is_companion` is the one rule that tells those from jobs, so a mistyped job is never taken for one.
-Part of `api` so the operator's CLI and the client read files alike without one importing the other.
+Part of `tfjob_api` so the operator's CLI and the client read files alike without one importing the other.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from api import kubeflow, names
+from tfjob_api import kubeflow, names
 
 
 class InputError(Exception):

@@ -1,8 +1,8 @@
 """Read a pod's situation from its raw JSON: which slot it fills, and how it is doing.
 
 These predicates are where Kubernetes' many ways of saying "gone", "failed" and "disrupted" are
-folded into the few answers the lifecycle rules need. Part of `api` because the slot a pod fills is
-read from the labels the operator stamps (`api.names`), and because `kubectl tfjob` must read a pod
+folded into the few answers the lifecycle rules need. Part of `tfjob_api` because the slot a pod fills is
+read from the labels the operator stamps (`tfjob_api.names`), and because `kubectl tfjob` must read a pod
 exactly as the planner does. The controller's pod cache keeps only part of each pod
 (`controller.job.podcache.project`): a field these predicates start reading must be kept there.
 """
@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from api.names import CLUSTER_HASH_ANNOTATION, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
 from tfconfig import ROLES, tf_container_index
+from tfjob_api.names import CLUSTER_HASH_ANNOTATION, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
 
 # status.reason values (set by the kubelet / scheduler / node controller) that mean "not the
 # program's fault": the pod is replaced without counting against backoffLimit.

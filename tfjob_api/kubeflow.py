@@ -3,7 +3,7 @@
 API coordinates, the replica types (map keys of `spec.tfReplicaSpecs`) and the roles of the job model
 they become, the `training.kubeflow.org/*` labels that Kubeflow's tools (its Python SDK, Kueue)
 select pods by, and the `runPolicy.managedBy` values. Kept in one place for the same reason as
-`api.names`: the translation writes them and the controller reads them back. Part of `api`
+`tfjob_api.names`: the translation writes them and the controller reads them back. Part of `tfjob_api`
 because the CRD's schema (`runPolicy.managedBy`'s enum) is built from the same values the
 controller compares against.
 """

@@ -1,8 +1,8 @@
 """The TensorFlowJob CRD as data: its OpenAPI schema, validation rules, printer columns and scale
-subresource, built from the names and defaults the rest of `api` declares.
+subresource, built from the names and defaults the rest of `tfjob_api` declares.
 
 `hack/gen_crd.py` writes what `build_crd` returns to manifests/crd.yaml (and, without the short
-name, to manifests/kubeflow/tensorflowjob-crd.yaml); `api.kubeflow_schema` builds Kubeflow's TFJob
+name, to manifests/kubeflow/tensorflowjob-crd.yaml); `tfjob_api.kubeflow_schema` builds Kubeflow's TFJob
 CRD from the same pieces. The builders live here, not in the script, so the role list, the defaults
 and the kinds' names are the ones the operator uses, and a test can build the schema and compare it
 with the committed file.
@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from api.defaults import BACKOFF_LIMIT, CLEAN_POD_POLICY, RESTART_POLICY
-from api.names import GROUP, KIND, PLURAL, VERSION
 from tfconfig import ROLES
+from tfjob_api.defaults import BACKOFF_LIMIT, CLEAN_POD_POLICY, RESTART_POLICY
+from tfjob_api.names import GROUP, KIND, PLURAL, VERSION
 
 # The inlined schema of a named OpenAPI component of Kubernetes' API, e.g. "io.k8s.api.core.v1.PodSpec".
 Component = Callable[[str], dict[str, Any]]

@@ -5,7 +5,7 @@
 flips; `lastUpdateTime` when the reason or message changes. `state` is the type of the condition
 that describes the job now, for `kubectl get` columns.
 
-Part of `api`: the condition types and the state precedence are what a user (`kubectl wait
+Part of `tfjob_api`: the condition types and the state precedence are what a user (`kubectl wait
 --for=condition=...`, `kubectl tfjob wait`, the Python client) reads, so the client and the
 planner that writes them share these definitions rather than copies.
 """

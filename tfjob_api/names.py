@@ -3,7 +3,7 @@ stamps on what it creates.
 
 Kept in one place because the builders write them, the informers select on them, the reconciler
 reads them back and `kubectl tfjob` selects a job's pods by them; a typo in any one of those would
-silently orphan pods. Part of `api` because the client must agree with the operator on every one.
+silently orphan pods. Part of `tfjob_api` because the client must agree with the operator on every one.
 """
 
 from __future__ import annotations

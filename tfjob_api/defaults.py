@@ -2,7 +2,7 @@
 
 `render` and `validate` work on files that never went through the API server, and the controller
 should not depend on defaulting having happened (an object stored before a default was added), so
-defaults are applied from the same schema in Python. Pure: returns a new dict. Part of `api`
+defaults are applied from the same schema in Python. Pure: returns a new dict. Part of `tfjob_api`
 because the defaults are the CRD's: the schema states them, this only applies them.
 """
 
@@ -12,9 +12,9 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from api.crd import job_schema
+from tfjob_api.crd import job_schema
 
-# The TensorFlowJob defaults that code reads by name. The CRD's schema states them (`api.schema`
+# The TensorFlowJob defaults that code reads by name. The CRD's schema states them (`tfjob_api.schema`
 # writes these very values into it) and the API server applies them; the planner and the builders
 # fall back on them for a job model that did not go through defaulting.
 CLEAN_POD_POLICY = "Running"

@@ -12,16 +12,16 @@ template schema is embedded, as in the TensorFlowJob CRD. Beside Kubeflow's: the
 `tfjob-operator` (how `--kubeflow-tfjob=auto` tells this CRD from Kubeflow's), a `scale`
 subresource on the Worker replicas, and the operator's status fields.
 
-Built here, beside the TensorFlowJob's CRD (`api.schema`, whose shared pieces it uses), so its
-replica types and `managedBy` values are the ones the controller compares against (`api.kubeflow`).
+Built here, beside the TensorFlowJob's CRD (`tfjob_api.schema`, whose shared pieces it uses), so its
+replica types and `managedBy` values are the ones the controller compares against (`tfjob_api.kubeflow`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from api.kubeflow import KIND, MANAGED_BY_VALUES, OPERATOR_CATEGORY, PLURAL, REPLICA_TYPES
-from api.schema import Component, crd_document, pod_template_schema
+from tfjob_api.kubeflow import KIND, MANAGED_BY_VALUES, OPERATOR_CATEGORY, PLURAL, REPLICA_TYPES
+from tfjob_api.schema import Component, crd_document, pod_template_schema
 
 TYPES = "[" + ", ".join(f"'{replica_type.lower()}'" for replica_type in REPLICA_TYPES) + "]"  # CEL's list
 MAX_REPLICA_TYPES = len(REPLICA_TYPES)  # the map is bounded so CEL can cost its rules

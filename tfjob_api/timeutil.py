@@ -1,7 +1,7 @@
 """RFC 3339 timestamps as the API server writes them, and back.
 
 Kubernetes timestamps have second precision and a `Z` suffix; status comparisons (write only on
-change) rely on writing them in exactly that form. Part of `api` because they are the API's own
+change) rely on writing them in exactly that form. Part of `tfjob_api` because they are the API's own
 format: the controller writes status times in it and `kubectl tfjob` reads them back.
 """
 
