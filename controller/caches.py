@@ -9,22 +9,37 @@ the event handlers (`controller.handlers`) read owners and nodes' pods from it, 
 
 What is watched, and why:
 
-* TensorFlowJobs, and Kubeflow's TFJobs when served (`--kubeflow-tfjob`; auto: when this project's
-  TFJob CRD is installed, `tfjob_crd_is_ours`). TFJobs another controller runs
-  (`runPolicy.managedBy`, `controller.job.kubeflow.ownership`) are cached but never read as jobs.
-* Pods, Services and NetworkPolicies carrying the job-name label. Pods are cached as the pod cache
-  keeps them (`controller.job.podcache`) and indexed by node; jobs and Services share their repeated
-  strings (thousands of them repeat the same labels). NetworkPolicies are always watched, so one
-  deleted or edited by hand is put back at once, whatever `--network-policy` says.
+* TensorFlowJobs, and Kubeflow's TFJobs when served (`--kubeflow-tfjob`; auto: while this project's
+  TFJob CRD is served, `tfjob_crd_is_ours`). Under `auto` the answer is not fixed at start: a thread
+  re-reads the kind's discovery listing every `discovery_period` seconds (`recheck_tfjobs`) and
+  starts the TFJob informer when this project's CRD appears (or replaces Kubeflow's), or stops it
+  when the CRD goes. Discovery, not a watch on the CRD, because every client may read discovery:
+  no install (the namespaced one included) needs a grant on CustomResourceDefinitions for it, and
+  a start that raced the CRD's publication in discovery is corrected by the next re-read
+  (docs/kubeflow.md). TFJobs another controller runs (`runPolicy.managedBy`,
+  `controller.job.kubeflow.ownership`) are cached but never read as jobs.
+* Pods and Services carrying the job-name label. Pods are cached as the pod cache keeps them
+  (`controller.job.podcache`) and indexed by node; jobs and Services share their repeated strings
+  (thousands of them repeat the same labels).
+* NetworkPolicies carrying the job-name label: from the start with `--network-policy=on` (so one
+  deleted or edited by hand is put back at once); with `off`, only from the first job that asks
+  for a policy (`network_policy_cache`), so an operator whose jobs ask for none needs no grant on
+  NetworkPolicies at all. Once watched, they stay watched.
 * Nodes, only cluster-wide (they are cluster-scoped): a pod on a lost node is repaired.
 * Kueue's Workloads and ResourceFlavors when Kueue is used (`--kueue`; auto: when its API is served,
   checked once at start: install Kueue first).
+
+Informers started after the others (TFJobs, NetworkPolicies) are handed to `on_informer` (the
+controller's handlers wire them) and count in `synced()` as soon as they exist.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
+
+import structlog
 
 from controller.job import podcache
 from controller.job.kinds import TENSORFLOWJOB, TFJOB, JobKind, parse_key
@@ -38,7 +53,11 @@ from kube.clock import REAL_CLOCK, Clock
 from tfjob_api import kubeflow
 from tfjob_api.names import GROUP, JOB_NAME_LABEL, PLURAL, VERSION
 
+log = structlog.get_logger(__name__)
+
 NODE_INDEX = "node"
+TFJOB_INFORMER = "tfjobs"
+NETWORK_POLICY_INFORMER = "networkpolicies"
 
 
 def _index_by_node(obj: Mapping[str, Any]) -> list[str]:
@@ -53,19 +72,26 @@ def node_is_ready(node: Mapping[str, Any]) -> bool:
     return False
 
 
-def tfjob_crd_is_ours(kube: Kube) -> bool:
-    """Whether TFJobs are served by this project's CRD (the one that lists the `tfjob-operator`
-    category): what `--kubeflow-tfjob=auto` turns TFJobs on for. Kubeflow's own TFJob CRD means
-    Kubeflow's operator runs them (and that CRD would drop the status fields this operator keeps)."""
-    if not kube.has_api(kubeflow.GROUP, kubeflow.VERSION, kubeflow.KIND):
-        return False
-    try:
-        listing = kube.get(f"/apis/{kubeflow.GROUP}/{kubeflow.VERSION}")
-    except ApiError:
-        return False
+def tfjob_listing_is_ours(listing: Mapping[str, Any] | None) -> bool:
+    """Whether the discovery listing of TFJob's group/version shows TFJobs served by this project's
+    CRD (the one that lists the `tfjob-operator` category): what `--kubeflow-tfjob=auto` turns
+    TFJobs on for. Kubeflow's own TFJob CRD means Kubeflow's operator runs them (and that CRD would
+    drop the status fields this operator keeps). None (the group/version is not served): no."""
     resources = listing.get("resources") if isinstance(listing, Mapping) else None
     return any(isinstance(r, Mapping) and r.get("name") == kubeflow.PLURAL
                and kubeflow.OPERATOR_CATEGORY in (r.get("categories") or []) for r in resources or [])
+
+
+def tfjob_crd_is_ours(kube: Kube) -> bool:
+    """`tfjob_listing_is_ours` of the API server's current listing, read now (never from a cache).
+    Raises ApiError when discovery cannot be read (a 404 is an answer: not served)."""
+    try:
+        listing = kube.get(f"/apis/{kubeflow.GROUP}/{kubeflow.VERSION}")
+    except ApiError as error:
+        if error.not_found:
+            return False
+        raise
+    return tfjob_listing_is_ours(listing)
 
 
 class JobCaches:
@@ -78,24 +104,31 @@ class JobCaches:
                  on_relist: Callable[[str], None] | None = None) -> None:
         self.serve_unmanaged_tfjobs = options.serve_unmanaged_tfjobs
         self.factory = InformerFactory(kube, namespaces=list(options.namespaces), on_relist=on_relist, clock=clock)
+        self.on_informer: Callable[[str, SharedInformer], None] | None = None
+        self._kube = kube
+        self._clock = clock
+        self._resync = options.resync
+        self._lock = threading.Lock()  # serialises starting and stopping the late informers
+        self._stopping = threading.Event()
+        self._follower: threading.Thread | None = None
+        self.discovery_period = options.discovery_period
         build = self.factory.for_resource
-
-        def shared() -> Store:  # thousands of jobs and Services repeat the same strings: cache one copy
-            return Store(default_indexers(), transform=slim_and_share)
-
-        self.jobs = build("tensorflowjobs", GROUP, VERSION, PLURAL, resync_period=options.resync, store=shared())
+        self.jobs = build("tensorflowjobs", GROUP, VERSION, PLURAL, resync_period=options.resync,
+                          store=_shared_store())
         self.pods = build("pods", "", "v1", "pods", label_selector=JOB_NAME_LABEL,
                           store=Store({**default_indexers(), NODE_INDEX: _index_by_node}, transform=podcache.project))
-        self.services = build("services", "", "v1", "services", label_selector=JOB_NAME_LABEL, store=shared())
-        self.network_policies = build("networkpolicies", "networking.k8s.io", "v1", "networkpolicies",
-                                      label_selector=JOB_NAME_LABEL)
+        self.services = build("services", "", "v1", "services", label_selector=JOB_NAME_LABEL, store=_shared_store())
+        self.network_policies: SharedInformer | None = None
+        if options.network_policy_default:
+            self.network_policies = self._build_network_policies()
         self.nodes = build("nodes", "", "v1", "nodes", namespaced=False) if options.watch_nodes else None
+        self.tfjobs: SharedInformer | None = None
+        self._informers: dict[JobKind, SharedInformer | None] = {TENSORFLOWJOB: self.jobs, TFJOB: None}
+        self.follows_tfjob_crd = options.serve_tfjobs is None
         serve_tfjobs = options.serve_tfjobs
         if serve_tfjobs is None:
             serve_tfjobs = tfjob_crd_is_ours(kube)
-        self.tfjobs = (build("tfjobs", TFJOB.group, TFJOB.version, TFJOB.plural, resync_period=options.resync,
-                             store=shared()) if serve_tfjobs else None)
-        self._informers: dict[JobKind, SharedInformer | None] = {TENSORFLOWJOB: self.jobs, TFJOB: self.tfjobs}
+        self.serve_tfjobs(serve_tfjobs)
         use_kueue = options.use_kueue
         if use_kueue is None:
             use_kueue = kube.has_api(kueue.GROUP, kueue.VERSION, kueue.WORKLOAD_KIND)
@@ -103,6 +136,78 @@ class JobCaches:
                                 label_selector=kueue.JOB_UID_LABEL) if use_kueue else None)
         self.flavors = (build("resourceflavors", kueue.GROUP, kueue.VERSION, "resourceflavors", namespaced=False)
                         if use_kueue else None)
+
+    # ---- the informers that start and stop while the others run --------------------------------
+
+    def serve_tfjobs(self, serve: bool) -> bool:
+        """Start (or stop) serving TFJobs: build and start (or stop and drop) the TFJob informer.
+        Returns whether anything changed. A stopped TFJob informer takes its cache with it, so the
+        keys of TFJobs still queued find no job and are forgotten; their pods are left alone."""
+        with self._lock:
+            if self._stopping.is_set() or serve == (self.tfjobs is not None):
+                return False
+            if serve:
+                informer = self.factory.for_resource(TFJOB_INFORMER, TFJOB.group, TFJOB.version, TFJOB.plural,
+                                                     resync_period=self._resync, store=_shared_store())
+                self.tfjobs = informer
+                self._informers[TFJOB] = informer
+                self._announce(TFJOB_INFORMER, informer)
+            else:
+                self._informers[TFJOB] = None
+                self.tfjobs = None
+                self.factory.remove(TFJOB_INFORMER)
+            return True
+
+    def recheck_tfjobs(self) -> bool:
+        """Under `--kubeflow-tfjob=auto`: read TFJob's discovery listing now and serve TFJobs exactly
+        while this project's CRD serves them. A listing that cannot be read changes nothing.
+        Returns whether serving changed."""
+        if not self.follows_tfjob_crd:
+            return False
+        try:
+            ours = tfjob_crd_is_ours(self._kube)
+        except ApiError as error:
+            log.warning("cannot read TFJob's discovery; serving TFJobs as before", error=str(error),
+                        serving=self.tfjobs is not None)
+            return False
+        changed = self.serve_tfjobs(ours)
+        if changed:
+            log.info("serving TFJobs: this project's TFJob CRD is served" if ours
+                     else "no longer serving TFJobs: this project's TFJob CRD is not served")
+        return changed
+
+    def network_policy_cache(self, wanted: bool) -> bool:
+        """Whether the NetworkPolicy cache can answer for a job (its informer runs and has listed);
+        when `wanted` (the job asks for a policy) and NetworkPolicies are not watched yet, start
+        watching them. Not wanted and not watched: False, and nothing is started."""
+        informer = self.network_policies
+        if informer is None:
+            if not wanted:
+                return False
+            with self._lock:
+                if self._stopping.is_set():
+                    return False
+                if self.network_policies is None:
+                    self.network_policies = self._build_network_policies()
+                    self._announce(NETWORK_POLICY_INFORMER, self.network_policies)
+                informer = self.network_policies
+        return informer.has_synced()
+
+    def _build_network_policies(self) -> SharedInformer:
+        return self.factory.for_resource(NETWORK_POLICY_INFORMER, "networking.k8s.io", "v1", "networkpolicies",
+                                         label_selector=JOB_NAME_LABEL)
+
+    def _announce(self, name: str, informer: SharedInformer) -> None:
+        """Hand a late informer to `on_informer` (its handlers replay what it has cached so far)."""
+        if self.on_informer is not None:
+            self.on_informer(name, informer)
+
+    def _follow_tfjob_crd(self) -> None:
+        while not self._clock.sleep(self.discovery_period, self._stopping):
+            try:
+                self.recheck_tfjobs()
+            except Exception:  # a bug here must not end the re-reads
+                log.exception("re-reading TFJob's discovery failed")
 
     # ---- jobs ------------------------------------------------------------------------------------
 
@@ -138,7 +243,8 @@ class JobCaches:
         return self.services.get(f"{namespace}/{name}")
 
     def get_network_policy(self, namespace: str, name: str) -> Mapping[str, Any] | None:
-        return self.network_policies.get(f"{namespace}/{name}")
+        informer = self.network_policies
+        return informer.get(f"{namespace}/{name}") if informer is not None else None
 
     def node_ready(self, name: str) -> bool | None:
         if self.nodes is None:
@@ -162,6 +268,9 @@ class JobCaches:
 
     def start(self) -> None:
         self.factory.start()
+        if self.follows_tfjob_crd and self._follower is None:
+            self._follower = threading.Thread(target=self._follow_tfjob_crd, name="tfjob-crd-follower", daemon=True)
+            self._follower.start()
 
     def synced(self) -> bool:
         return self.factory.has_synced()
@@ -170,4 +279,13 @@ class JobCaches:
         return self.factory.wait_for_sync(timeout)
 
     def stop(self, timeout: float) -> None:
+        with self._lock:  # no informer starts after this
+            self._stopping.set()
+        if self._follower is not None:
+            self._follower.join(timeout)
         self.factory.stop(timeout)
+
+
+def _shared_store() -> Store:
+    """Thousands of jobs and Services repeat the same strings: the store caches one copy."""
+    return Store(default_indexers(), transform=slim_and_share)

@@ -66,7 +66,8 @@ class Controller:
         gate = (KueueGate(kube, self.caches.workload_of, self.caches.flavor, clock)
                 if self.caches.workloads is not None else None)
         self.reconciler = Reconciler(kube, self.caches, options, memory=self.memory, recorder=recorder,
-                                     metrics=metrics, clock=clock, kueue_gate=gate)
+                                     metrics=metrics, clock=clock, kueue_gate=gate,
+                                     policy_cache=self.caches.network_policy_cache)
         self.handlers = JobEventHandlers(self.caches, self.queue, self.memory, options.pod_batch_period)
         self.handlers.wire()
         self._threads: list[threading.Thread] = []

@@ -25,10 +25,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from controller.caches import JobCaches, node_is_ready
+from controller.caches import NETWORK_POLICY_INFORMER, TFJOB_INFORMER, JobCaches, node_is_ready
 from controller.job import podcache
 from controller.job.kinds import TFJOB, kind_of_owner
 from controller.memory import JobMemory
+from informers.informer import SharedInformer
 from informers.store import controller_of, object_key
 from tfjob_api import podstate
 from workqueue import RateLimitingQueue
@@ -46,6 +47,8 @@ class JobEventHandlers:
         self.pod_batch_period = pod_batch_period
 
     def wire(self) -> None:
+        """Register the handlers on every informer the caches run, and on those they start later
+        (`JobCaches.on_informer`: TFJobs when their CRD appears, NetworkPolicies when first asked for)."""
         caches = self.caches
         caches.jobs.add_event_handler(on_add=self.job_added, on_update=self.job_updated, on_delete=self.job_deleted)
         caches.pods.add_event_handler(on_add=self.pod_added, on_update=self.pod_updated,
@@ -53,15 +56,26 @@ class JobEventHandlers:
         caches.services.add_event_handler(on_add=self.child_created, on_update=self.child_updated,
                                           on_delete=self.child_deleted)
         if caches.tfjobs is not None:
-            caches.tfjobs.add_event_handler(on_add=self.tfjob_added, on_update=self.tfjob_updated,
-                                            on_delete=self.tfjob_deleted)
-        caches.network_policies.add_event_handler(on_add=self.child_created, on_update=self.child_updated,
-                                                  on_delete=self.child_deleted)
+            self.wire_informer(TFJOB_INFORMER, caches.tfjobs)
+        if caches.network_policies is not None:
+            self.wire_informer(NETWORK_POLICY_INFORMER, caches.network_policies)
         if caches.nodes is not None:
             caches.nodes.add_event_handler(on_update=self.node_updated, on_delete=self.node_gone)
         if caches.workloads is not None:
             caches.workloads.add_event_handler(on_add=self.child_added, on_update=self.child_updated,
                                                on_delete=self.child_deleted)
+        caches.on_informer = self.wire_informer
+
+    def wire_informer(self, name: str, informer: SharedInformer) -> None:
+        """Register the handlers of an informer the caches may start after the others."""
+        if name == TFJOB_INFORMER:
+            informer.add_event_handler(on_add=self.tfjob_added, on_update=self.tfjob_updated,
+                                       on_delete=self.tfjob_deleted)
+        elif name == NETWORK_POLICY_INFORMER:
+            informer.add_event_handler(on_add=self.child_created, on_update=self.child_updated,
+                                       on_delete=self.child_deleted)
+        else:
+            raise ValueError(f"no handlers for informer {name!r}")
 
     # ---- jobs ------------------------------------------------------------------------------------
 

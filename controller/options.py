@@ -34,10 +34,15 @@ class ControllerOptions:
     cluster_domain: str = ""  # --cluster-domain: appended to TF_CONFIG addresses
     resync: float = 300.0  # --resync: informer resync period in seconds (a safety net only; 0: off)
     kueue: Switch = "auto"  # --kueue (auto: when Kueue's API is served)
-    kubeflow_tfjob: Switch = "auto"  # --kubeflow-tfjob (auto: when this project's TFJob CRD is served)
+    kubeflow_tfjob: Switch = "auto"  # --kubeflow-tfjob (auto: while this project's TFJob CRD is served)
     kubeflow_tfjob_without_managed_by: Literal["serve", "leave"] = "serve"  # --kubeflow-tfjob-without-managed-by
-    network_policy: Literal["on", "off"] = "off"  # --network-policy: the default of spec.networkPolicy.enabled
+    # --network-policy: the default of spec.networkPolicy.enabled; with off, NetworkPolicies are
+    # watched only once a job asks for one (controller.caches)
+    network_policy: Literal["on", "off"] = "off"
     profiles: tuple[Profile, ...] = ()  # read from the --profiles file
+    # Not a flag: how often `--kubeflow-tfjob=auto` re-reads TFJob's discovery listing, so installing
+    # (or removing) this project's TFJob CRD starts (or stops) serving TFJobs without a restart.
+    discovery_period: float = 10.0
     # Not a flag: how long pod additions and routine pod updates wait, so one reconcile sees a job's
     # pods together (client-go's Job controller waits 1 s; half of that keeps "all Running" prompt).
     pod_batch_period: float = 0.5

@@ -38,7 +38,7 @@ job that asked for isolation never runs without it. A policy the API server reje
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -46,6 +46,7 @@ from typing import Any, Protocol
 import structlog
 
 from controller.events import EventRecorder
+from controller.job import netpol
 from controller.job.draft import Event, Plan, PodDeletion
 from controller.job.kinds import JobKind, parse_key
 from controller.job.mergepatch import merge_patch
@@ -155,10 +156,14 @@ class Reconciler:
         metrics: ControllerMetrics | None = None,
         clock: Clock = REAL_CLOCK,
         kueue_gate: KueueGate | None = None,
+        policy_cache: Callable[[bool], bool] | None = None,
     ) -> None:
         """`caches` is the read side (`controller.caches.JobCaches` in the controller); `options`
         give the cluster domain, the NetworkPolicy default, the start-up profiles for new pods and
-        the size of the create pool."""
+        the size of the create pool. `policy_cache(wanted)` says whether the NetworkPolicy cache can
+        answer for a job, and starts it when the job wants a policy (`JobCaches.network_policy_cache`);
+        None: it always can (a cache that watches NetworkPolicies from the start)."""
+        self.policy_cache = policy_cache
         self.kube = kube
         self.kueue_gate = kueue_gate
         self.network_policy_default = options.network_policy_default
@@ -197,7 +202,8 @@ class Reconciler:
         service = self.caches.get_service(namespace, name)
         # A same-named Service that is not ours is never created over and never deleted.
         foreign_service = service is not None and not owned_by(service, uid)
-        policy_view, foreign_policy = self._policy_view(namespace, name, uid) if kind.network_policy else (None, False)
+        policy_view, foreign_policy = (self._policy_view(namespace, name, uid)
+                                       if kind.network_policy and self._policies_known(key, job) else (None, False))
         # Plan from the status the last pass left unwritten, if any; write (below) against `job`,
         # which holds what the server has.
         deferred = self.memory.take_deferred(key, job)
@@ -329,6 +335,21 @@ class Reconciler:
         return []
 
     # ---- the job's NetworkPolicy ------------------------------------------------------------------
+
+    def _policies_known(self, key: str, job: Mapping[str, Any]) -> bool:
+        """Whether this pass manages the job's NetworkPolicy. Not while the NetworkPolicy cache is
+        not there: a job that wants none has nothing to manage then (no informer is started for it,
+        so an operator whose jobs ask for no policy needs no grant on them), and a job that wants
+        one is retried once the cache has filled -- before anything else, so no pod runs without
+        the isolation the job asked for."""
+        if self.policy_cache is None:
+            return True
+        wanted = netpol.wanted(job, self.network_policy_default)
+        if self.policy_cache(wanted):
+            return True
+        if wanted:
+            raise RequeueError(f"{key}: waiting for the NetworkPolicy cache before creating the job's objects")
+        return False
 
     def _policy_view(self, namespace: str, name: str, job_uid: str) -> tuple[PolicyView, bool]:
         """What the planner may know of the job's NetworkPolicy, and whether an object the job does

@@ -89,6 +89,15 @@ class InformerFactory:
                 informer.start()
             return informer
 
+    def remove(self, name: str, timeout: float = 30.0) -> SharedInformer | None:
+        """Stop the informer called `name` and forget it (a later `for_resource` builds a new one):
+        for a resource that stops being served while the others run on. None if there was none."""
+        with self._lock:
+            informer = self._informers.pop(name, None)
+        if informer is not None:
+            informer.stop(timeout)
+        return informer
+
     @property
     def informers(self) -> dict[str, SharedInformer]:
         with self._lock:

@@ -142,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
 
     recorder.start()
     log.info("starting", namespaces=list(options.namespaces) or "all", workers=options.workers, server=kube.host,
-             kubeflow_tfjob="on" if controller.caches.tfjobs is not None else "off",
+             kubeflow_tfjob=options.kubeflow_tfjob, serving_tfjobs=controller.caches.tfjobs is not None,
              network_policy=options.network_policy, profiles=[p.name for p in profiles],
              leader_election=f"{election.namespace}/{election.name}" if election else "off",
              identity=election.identity if election else None)

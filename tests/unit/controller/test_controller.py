@@ -210,7 +210,7 @@ def test_a_deleted_job_is_forgotten_entirely_and_reconciled_once_more(kube: Mock
 
 
 def test_in_namespaces_the_controller_watches_its_jobs_and_their_children_but_no_nodes(kube: Mock) -> None:
-    controller = Controller(kube, ControllerOptions(namespaces=("team-a",)))
+    controller = Controller(kube, ControllerOptions(namespaces=("team-a",), network_policy="on"))
     sources = {name: [r.lister_watcher.description for r in informer.reflectors]
                for name, informer in controller.caches.factory.informers.items()}
     assert sources == {

@@ -11,6 +11,7 @@ from pytest_mock import MockerFixture
 
 from controller.caches import tfjob_crd_is_ours
 from controller.controller import Controller
+from controller.job.kinds import TFJOB
 from controller.options import ControllerOptions
 from kube import ApiError, Kube
 from tests.support.jobs import role, tfjob
@@ -50,9 +51,78 @@ def test_tfjobs_are_not_served_under_kubeflows_own_crd(kube: Mock) -> None:
     assert Controller(kube).caches.tfjobs is None
 
 
-def test_tfjobs_are_not_served_when_discovery_fails(kube: Mock) -> None:
-    kube.get.side_effect = ApiError(503, "unavailable")
+def test_tfjobs_are_not_served_while_their_group_is_not(kube: Mock) -> None:
+    kube.get.side_effect = ApiError(404, "NotFound")
     assert Controller(kube).caches.tfjobs is None
+
+
+def test_a_discovery_failure_at_start_is_raised_for_the_process_to_report(kube: Mock) -> None:
+    kube.get.side_effect = ApiError(503, "unavailable")
+    with pytest.raises(ApiError):
+        Controller(kube)
+
+
+# ---- auto follows the CRD, without a restart ------------------------------------------------------
+
+
+def test_auto_starts_serving_tfjobs_when_this_projects_crd_appears(kube: Mock) -> None:
+    kube.get.side_effect = ApiError(404, "NotFound")
+    controller = Controller(kube)
+    kube.get.side_effect = None
+    assert controller.caches.recheck_tfjobs()
+    informer = controller.caches.tfjobs
+    assert informer is not None and "tfjobs" in controller.caches.factory.informers
+    informer.on_event("ADDED", a_tfjob())  # the new informer's events reach the handlers
+    assert drain(controller) == ["TFJob:ns/j"]
+    assert controller.caches.get_job("TFJob:ns/j") is not None
+
+
+def test_auto_starts_serving_tfjobs_when_this_projects_crd_replaces_kubeflows(kube: Mock) -> None:
+    kube.get.return_value = {"resources": [{"name": "tfjobs", "kind": "TFJob", "categories": ["kubeflow"]}]}
+    controller = Controller(kube)
+    assert controller.caches.tfjobs is None
+    kube.get.return_value = TFJOB_DISCOVERY
+    assert controller.caches.recheck_tfjobs()
+    assert controller.caches.serves_kind(TFJOB)
+
+
+def test_auto_stops_serving_tfjobs_when_the_crd_goes(kube: Mock) -> None:
+    controller = Controller(kube)
+    controller.caches.tfjobs.store.add(a_tfjob())
+    kube.get.side_effect = ApiError(404, "NotFound")
+    assert controller.caches.recheck_tfjobs()
+    assert controller.caches.tfjobs is None and "tfjobs" not in controller.caches.factory.informers
+    assert not controller.caches.serves_kind(TFJOB)
+    assert controller.caches.get_job("TFJob:ns/j") is None
+    controller.handlers.child_deleted(owned_pod("TFJob", "tf-uid"))  # its pods are left alone
+    assert drain(controller) == []
+
+
+def test_a_failed_discovery_read_leaves_tfjobs_served_as_before(kube: Mock) -> None:
+    controller = Controller(kube)
+    kube.get.side_effect = ApiError(503, "unavailable")
+    assert not controller.caches.recheck_tfjobs()
+    assert controller.caches.tfjobs is not None
+
+
+def test_tfjobs_served_again_after_the_crd_came_back_get_a_fresh_informer(kube: Mock) -> None:
+    controller = Controller(kube)
+    first = controller.caches.tfjobs
+    kube.get.side_effect = ApiError(404, "NotFound")
+    controller.caches.recheck_tfjobs()
+    kube.get.side_effect = None
+    controller.caches.recheck_tfjobs()
+    assert controller.caches.tfjobs is not None and controller.caches.tfjobs is not first
+
+
+@pytest.mark.parametrize("switch", ["on", "off"])
+def test_with_tfjobs_on_or_off_discovery_is_never_read_again(kube: Mock, switch: str) -> None:
+    controller = Controller(kube, ControllerOptions(kubeflow_tfjob=switch, kueue="off"))
+    served = controller.caches.tfjobs is not None
+    kube.get.reset_mock()
+    assert not controller.caches.recheck_tfjobs()
+    assert not kube.get.called
+    assert (controller.caches.tfjobs is not None) == served == (switch == "on")
 
 
 def test_with_tfjobs_off_no_tfjob_is_read_or_written(kube: Mock) -> None:

@@ -18,6 +18,7 @@ def test_an_unreachable_api_server_at_start_exits_3_naming_the_server(mocker: Mo
     kube = Mock(spec=Kube)
     kube.host = "https://127.0.0.1:6443"
     kube.has_api.side_effect = ApiError(0, "NewConnectionError", "connection refused")
+    kube.get.side_effect = kube.has_api.side_effect  # TFJob's discovery listing is read directly
     mocker.patch.object(app.Kube, "load", return_value=kube)
     mocker.patch.object(app.logs, "configure")
     log = mocker.patch.object(app, "log")
