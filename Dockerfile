@@ -5,8 +5,8 @@
 # dependencies (no compilers, no pip, no caches, no sources beyond the installed packages). The
 # runtime runs as an unprivileged numeric user (65532, matching the Deployment's runAsUser) on a
 # read-only root filesystem: nothing is written at run time (no .pyc, logs go to stdout).
-# The CRDs are package data of `tfjob_api` (tfjob_api/crds/ links to manifests/crd.yaml and
-# manifests/kubeflow/tfjob-crd.yaml; the wheel carries their contents). The final stage also keeps
+# The CRDs are package data of `tfjob_api`, in the client distribution (tfjob_api/crds/ links to
+# manifests/crd.yaml and manifests/kubeflow/tfjob-crd.yaml; the wheel carries their contents). The final stage also keeps
 # them at $TFJOB_CRD / $TFJOB_KUBEFLOW_CRD, the same files, which `tfjob_api.crd` then reads.
 
 ARG PYTHON_IMAGE=python:3.11.7-slim-bookworm
@@ -53,6 +53,10 @@ websocket-client==1.9.2
 yarl==1.25.1
 CONSTRAINTS
 COPY setup.cfg pyproject.toml README.md ./
+# The client distribution (client/ links to tfjobs/, tfjob_api/, tfconfig/, tfheartbeat/): the
+# operator's distribution depends on it for the API contract.
+COPY client/ client/
+COPY tfjobs/ tfjobs/
 COPY tfjob_api/ tfjob_api/
 # The CRDs tfjob_api/crds/ links to, so the installed package carries them.
 COPY manifests/crd.yaml manifests/crd.yaml
@@ -64,7 +68,7 @@ COPY workqueue/ workqueue/
 COPY tfconfig/ tfconfig/
 COPY tfheartbeat/ tfheartbeat/
 RUN python -m venv /opt/venv \
- && /opt/venv/bin/pip install --constraint constraints.txt . \
+ && /opt/venv/bin/pip install --constraint constraints.txt ./client . \
  && /opt/venv/bin/pip uninstall --yes pip \
  && find /opt/venv -name '__pycache__' -prune -exec rm -rf {} +
 

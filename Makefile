@@ -6,10 +6,11 @@ BIN := $(VENV)/bin
 
 .PHONY: install binaries real-node-deps real-binaries images test test-real unit lint run bench chaos clean tf-heartbeat
 
-$(VENV)/.installed: setup.cfg pyproject.toml
+# Two distributions from this repository: the operator (.) and the user tools it builds on (client/).
+$(VENV)/.installed: setup.cfg pyproject.toml client/setup.cfg
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e ./client -e '.[test]'
 	touch $@
 
 install: $(VENV)/.installed

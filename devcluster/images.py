@@ -126,11 +126,12 @@ def cache_key(*parts: str | bytes) -> str:
 
 
 def source_files(root: Path, paths: Iterable[str]) -> list[Path]:
-    """The files under the given paths of root, sorted, without caches and build leftovers."""
+    """The files under the given paths of root, sorted, without caches and build leftovers. A link
+    is one entry of its own (COPY copies links as links; client/ links to the packages)."""
     files: list[Path] = []
     for rel in paths:
         top = root / rel
-        candidates = [top] if top.is_file() else (p for p in top.rglob("*") if p.is_file())
+        candidates = [top] if top.is_file() else (p for p in top.rglob("*") if p.is_file() or p.is_symlink())
         for path in candidates:
             parts = path.relative_to(root).parts
             if any(p == "__pycache__" or p.endswith(".egg-info") for p in parts) or path.suffix == ".pyc":
@@ -143,7 +144,8 @@ def tree_digest(root: Path, paths: Iterable[str]) -> str:
     """A hash of the names and contents of the source files under paths."""
     parts: list[str | bytes] = []
     for path in source_files(root, paths):
-        parts += [path.relative_to(root).as_posix(), path.read_bytes()]
+        content = f"-> {os.readlink(path)}".encode() if path.is_symlink() else path.read_bytes()
+        parts += [path.relative_to(root).as_posix(), content]
     return cache_key(*parts)
 
 
@@ -369,13 +371,19 @@ def build_operator(cache: Path) -> ImageArchive:
     rootfs = copy_base(cache, stem)
     src = rootfs / "tmp" / "src"
     for path in source_files(REPO_DIR, wanted.sources):  # the build context, as COPY makes it
-        (src / path.relative_to(REPO_DIR)).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(path, src / path.relative_to(REPO_DIR))
+        target = src / path.relative_to(REPO_DIR)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_symlink():
+            target.symlink_to(os.readlink(path))
+        else:
+            shutil.copy2(path, target)
     (src / "constraints.txt").write_text(wanted.constraints)
     in_rootfs(rootfs, "python3", "-m", "venv", VENV)
     pip = f"{VENV}/bin/pip"
     constraints = "/tmp/src/constraints.txt"
-    in_rootfs(rootfs, pip, "install", "--no-compile", "--progress-bar=off", "-c", constraints, "/tmp/src")
+    # The two distributions, as the Dockerfile installs them: the client the operator builds on, and it.
+    in_rootfs(rootfs, pip, "install", "--no-compile", "--progress-bar=off", "-c", constraints, "/tmp/src/client",
+              "/tmp/src")
     in_rootfs(rootfs, pip, "uninstall", "--yes", "pip")
     tidy(rootfs)
     for source, destination in wanted.files:

@@ -33,14 +33,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, TextIO
 
-import structlog
 import yaml
 
-from kube import ApiError, ConfigError
 from tfjob_api.names import GROUP
 from tfjobs.client import STATES, JobFailed, JobNotFound, TfJobClient, WaitTimeout
 from tfjobs.describe import describe
 from tfjobs.durations import parse_duration
+from tfjobs.errors import ApiError, ConfigError
 from tfjobs.logs import LogLine, format_line
 from tfjobs.manifests import InputError, load_manifest
 from tfjobs.progress import Progress, render
@@ -378,13 +377,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _quiet_libraries() -> None:
-    """Warnings of the libraries (reconnecting watches, a full connection pool) go to stderr, never
+    """Warnings of the libraries (a full connection pool, a retried connection) go to stderr, never
     into the data on stdout, and only when they matter."""
-    structlog.configure(
-        processors=[structlog.processors.add_log_level, structlog.dev.ConsoleRenderer(colors=False)],
-        wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
-    )
     logging.getLogger("urllib3").setLevel(logging.ERROR)
 
 

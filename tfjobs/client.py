@@ -11,12 +11,12 @@
 
 `create_from_file` and `create_from_yaml` create the ConfigMaps, Secrets and PersistentVolumeClaims
 of the file before its job (`apply_companion`), as `kubectl apply` would (InputError for another
-kind). Everything goes through the project's API client (`kube.Kube`), on raw JSON dicts: what
-`get` returns is exactly what `kubectl get -o json` shows. Waiting and following use watches (the
-operator's informers), never a polling loop. Errors: `JobNotFound` (also when a job is deleted
+kind). Everything goes through the official `kubernetes` client's public API (`tfjobs.connection`),
+on raw JSON dicts: what `get` returns is exactly what `kubectl get -o json` shows. Waiting and
+following use watches (`tfjobs.watching`), never a polling loop. Errors: `JobNotFound` (also when a job is deleted
 while waited on), `JobFailed` (it ended without reaching what was waited for, or a failure
 condition matched), `WaitTimeout` (a `TimeoutError`); anything else the API refuses is a
-`kube.ApiError`. `kubectl tfjob` is built on this class.
+`tfjobs.errors.ApiError`. `kubectl tfjob` is built on this class.
 """
 
 from __future__ import annotations
@@ -30,12 +30,13 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from kube import ApiError, Kube, resource_path
 from tfconfig import ROLES
 from tfjob_api import conditions
 from tfjob_api.documents import describe
 from tfjob_api.names import GROUP, KIND, PLURAL, VERSION
+from tfjobs.connection import Connection, api_path
 from tfjobs.durations import parse_duration, parse_time
+from tfjobs.errors import ApiError
 from tfjobs.jobview import FINISHED_STATES, job_state, roles, state_detail
 from tfjobs.kubeconfig import default_namespace, kubeconfig_paths
 from tfjobs.logs import ErrorSink, LogFollower, LogLine, pod_selector, read_logs
@@ -92,8 +93,8 @@ def _seconds(value: float | str | None) -> float | None:
 class TfJobClient:
     """TensorFlowJobs in one default namespace (every method takes `namespace=` to use another)."""
 
-    def __init__(self, kube: Kube, namespace: str = "default") -> None:
-        self.kube = kube
+    def __init__(self, connection: Connection, namespace: str = "default") -> None:
+        self.connection = connection
         self.namespace = namespace
 
     @classmethod
@@ -104,13 +105,13 @@ class TfJobClient:
         ServiceAccount and namespace."""
         paths = kubeconfig_paths(kubeconfig)
         if kubeconfig or paths:  # the files as of now ($KUBECONFIG may have changed since start)
-            kube = Kube.from_kubeconfig(os.pathsep.join(map(str, paths)) or kubeconfig, context, pool_size=8)
+            connection = Connection.from_kubeconfig(os.pathsep.join(map(str, paths)) or kubeconfig, context)
         else:
-            kube = Kube.in_cluster(pool_size=8)
-        return cls(kube, namespace or default_namespace(kubeconfig, context))
+            connection = Connection.in_cluster()
+        return cls(connection, namespace or default_namespace(kubeconfig, context))
 
     def close(self) -> None:
-        self.kube.close()
+        self.connection.close()
 
     def __enter__(self) -> TfJobClient:
         return self
@@ -125,7 +126,7 @@ class TfJobClient:
 
     def path(self, name: str | None = None, *, namespace: str | None = None, all_namespaces: bool = False) -> str:
         """The REST path of the job collection (or of one job)."""
-        return resource_path(GROUP, VERSION, PLURAL, None if all_namespaces else self._ns(namespace), name)
+        return api_path(GROUP, VERSION, PLURAL, None if all_namespaces else self._ns(namespace), name)
 
     # --- create ---------------------------------------------------------------------------------
 
@@ -151,7 +152,7 @@ class TfJobClient:
         `metadata.generateName`). The namespace is `namespace`, else the manifest's, else the client's.
         """
         body = self.job_body(job, namespace=namespace, name=name, overrides=overrides)
-        return self.kube.create(self.path(namespace=body["metadata"]["namespace"]), body)
+        return self.connection.create(self.path(namespace=body["metadata"]["namespace"]), body)
 
     def companion_body(self, document: Mapping[str, Any], *, namespace: str | None = None,
                        default_namespace: str | None = None) -> dict[str, Any]:
@@ -177,16 +178,16 @@ class TfJobClient:
         metadata = body["metadata"]
         plural = companion_plural(body, describe(body, 1))
         try:
-            return self.kube.create(resource_path("", "v1", plural, metadata["namespace"]), body), "created"
+            return self.connection.create(api_path("", "v1", plural, metadata["namespace"]), body), "created"
         except ApiError as error:
             if not error.already_exists:
                 raise
-        path = resource_path("", "v1", plural, metadata["namespace"], metadata["name"])
-        current = self.kube.get(path)
+        path = api_path("", "v1", plural, metadata["namespace"], metadata["name"])
+        current = self.connection.get(path)
         if body["kind"] == "PersistentVolumeClaim":
             return current, "kept"
         metadata["resourceVersion"] = current["metadata"]["resourceVersion"]
-        return self.kube.replace(path, body), "replaced"
+        return self.connection.replace(path, body), "replaced"
 
     def create_from_yaml(self, text: str, **options: Any) -> dict[str, Any]:
         """`create` from YAML (or JSON) text holding exactly one TensorFlowJob, after the
@@ -218,7 +219,7 @@ class TfJobClient:
     def get(self, name: str, *, namespace: str | None = None) -> dict[str, Any]:
         """The job; JobNotFound when there is none."""
         try:
-            return self.kube.get(self.path(name, namespace=namespace))
+            return self.connection.get(self.path(name, namespace=namespace))
         except ApiError as error:
             if error.not_found:
                 raise JobNotFound(f'tensorflowjobs.{GROUP} "{name}" not found in namespace '
@@ -228,7 +229,7 @@ class TfJobClient:
     def list(self, *, namespace: str | None = None, all_namespaces: bool = False,
              label_selector: str | None = None) -> list[dict[str, Any]]:
         """The jobs of the namespace (or of every namespace), by namespace and name."""
-        answer = self.kube.list(self.path(namespace=namespace, all_namespaces=all_namespaces),
+        answer = self.connection.list(self.path(namespace=namespace, all_namespaces=all_namespaces),
                                 label_selector=label_selector)
         items = answer.get("items") or []
         for item in items:  # a List's items carry no kind
@@ -243,7 +244,7 @@ class TfJobClient:
     def pods(self, name: str, *, namespace: str | None = None, role: str | None = None,
              index: int | None = None) -> list[dict[str, Any]]:
         """The job's pods (optionally of one role / index), by name."""
-        answer = self.kube.list(resource_path("", "v1", "pods", self._ns(namespace)),
+        answer = self.connection.list(api_path("", "v1", "pods", self._ns(namespace)),
                                 label_selector=pod_selector(name, role, index))
         return sorted(answer.get("items") or [], key=lambda p: p["metadata"]["name"])
 
@@ -251,12 +252,12 @@ class TfJobClient:
                pods: Iterable[Mapping[str, Any]] | None = None) -> list[dict[str, Any]]:
         """Events of the job and of its pods (`pods`, else the current ones), oldest first."""
         ns = self._ns(namespace)
-        path = resource_path("", "v1", "events", ns)
-        found = self.kube.list(path, field_selector=f"involvedObject.kind={KIND},involvedObject.name={name}")
+        path = api_path("", "v1", "events", ns)
+        found = self.connection.list(path, field_selector=f"involvedObject.kind={KIND},involvedObject.name={name}")
         events = list(found.get("items") or [])
         names = {p["metadata"]["name"] for p in (pods if pods is not None else self.pods(name, namespace=ns))}
         slot = re.compile(rf"^{re.escape(name)}-({'|'.join(ROLES)})-\d+$")  # pods gone by now too
-        pod_events = self.kube.list(path, field_selector="involvedObject.kind=Pod").get("items") or []
+        pod_events = self.connection.list(path, field_selector="involvedObject.kind=Pod").get("items") or []
         events += [e for e in pod_events if (e.get("involvedObject") or {}).get("name") in names
                    or slot.match((e.get("involvedObject") or {}).get("name") or "")]
         return sorted(events, key=event_time)
@@ -289,7 +290,7 @@ class TfJobClient:
         started = time.monotonic()
         last: Progress | None = None
         last_shown = 0.0
-        with JobWatch(self.kube, ns, name, pods=on_progress is not None).start() as watch:
+        with JobWatch(self.connection, ns, name, pods=on_progress is not None).start() as watch:
             while True:
                 seen = watch.job()
                 if seen is None:
@@ -337,10 +338,10 @@ class TfJobClient:
         pods = self.pods(name, namespace=ns, role=role, index=index)  # fails fast when pods cannot be read
         since_seconds = None if since is None else max(1, math.ceil(_seconds(since) or 0))
         if not follow:
-            yield from read_logs(self.kube, ns, pods, container=container, all_containers=all_containers,
+            yield from read_logs(self.connection, ns, pods, container=container, all_containers=all_containers,
                                  since_seconds=since_seconds, tail_lines=tail, on_error=on_error)
             return
-        with LogFollower(self.kube, ns, name, role=role, index=index, container=container,
+        with LogFollower(self.connection, ns, name, role=role, index=index, container=container,
                          all_containers=all_containers, since_seconds=since_seconds, tail_lines=tail,
                          on_error=on_error) as follower:
             # With `timeout`, following stops then, whatever the job does (the iteration just ends).
@@ -365,7 +366,7 @@ class TfJobClient:
         if role not in roles(job):
             have = ", ".join(roles(job)) or "none"
             raise ValueError(f'tensorflowjob "{name}" has no {role} role to scale (it has: {have})')
-        return self.kube.patch(self.path(name, namespace=namespace), {"spec": {role: {"replicas": replicas}}})
+        return self.connection.patch(self.path(name, namespace=namespace), {"spec": {role: {"replicas": replicas}}})
 
     def delete(self, name: str, *, namespace: str | None = None, wait: bool = False,
                timeout: float | str | None = 60.0) -> None:
@@ -373,14 +374,14 @@ class TfJobClient:
         it is gone (WaitTimeout after `timeout`)."""
         ns = self._ns(namespace)
         try:
-            self.kube.delete(self.path(name, namespace=ns), propagation="Background")
+            self.connection.delete(self.path(name, namespace=ns), propagation="Background")
         except ApiError as error:
             if error.not_found:
                 raise JobNotFound(f'tensorflowjobs.{GROUP} "{name}" not found in namespace {ns}') from error
             raise
         if wait:
             limit = _seconds(timeout)
-            with JobWatch(self.kube, ns, name, pods=False).start() as watch:
+            with JobWatch(self.connection, ns, name, pods=False).start() as watch:
                 if watch.wait(lambda: watch.job() is None, limit) is None:
                     raise WaitTimeout(f'timed out after {limit:g}s waiting for tensorflowjob "{name}" to be deleted',
                                       watch.job())

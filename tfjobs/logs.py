@@ -25,9 +25,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kube import ApiError, Kube
 from tfjob_api import podstate
 from tfjob_api.names import JOB_NAME_LABEL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
+from tfjobs.connection import Connection
+from tfjobs.errors import ApiError
 from tfjobs.jobview import container_names, is_finished, slot_name, tf_container
 from tfjobs.watching import JobWatch
 
@@ -142,16 +143,16 @@ def _since_time(timestamp: str) -> str:
 # --- reading once ------------------------------------------------------------------------------------
 
 
-def read_logs(kube: Kube, namespace: str, pods: Iterable[Mapping[str, Any]], *, container: str | None = None,
-              all_containers: bool = False, since_seconds: int | None = None, tail_lines: int | None = None,
-              on_error: ErrorSink | None = None) -> list[LogLine]:
+def read_logs(connection: Connection, namespace: str, pods: Iterable[Mapping[str, Any]], *,
+              container: str | None = None, all_containers: bool = False, since_seconds: int | None = None,
+              tail_lines: int | None = None, on_error: ErrorSink | None = None) -> list[LogLine]:
     """The logs of `pods` read once, merged in time order. A container that has no log yet (or
     cannot be read) is reported to `on_error` and skipped."""
     streams = []
     for pod in sorted(pods, key=lambda p: (podstate.slot(p) or ("~", 0), podstate.name(p))):
         for name in containers_to_read(pod, container, all_containers):
             try:
-                with kube.pod_log(namespace, podstate.name(pod), container=name, timestamps=True,
+                with connection.pod_log(namespace, podstate.name(pod), container=name, timestamps=True,
                                   since_seconds=since_seconds, tail_lines=tail_lines) as stream:
                     lines = []
                     for raw in stream:
@@ -232,7 +233,7 @@ class _Reader:
             options["since_time"] = _since_time(self.last)
         elif self.initial:
             options = {"since_seconds": self.follower.since_seconds, "tail_lines": self.follower.tail_lines}
-        return self.follower.kube.pod_log(self.follower.namespace, self.pod, container=self.container,
+        return self.follower.connection.pod_log(self.follower.namespace, self.pod, container=self.container,
                                           follow=follow, timestamps=True, read_timeout=None if follow else 60.0,
                                           **options)
 
@@ -315,11 +316,11 @@ class LogFollower:
     from their first line. `close()` (or leaving a `for` loop over it, or `with`) stops everything.
     """
 
-    def __init__(self, kube: Kube, namespace: str, job: str, *, role: str | None = None, index: int | None = None,
-                 container: str | None = None, all_containers: bool = False, since_seconds: int | None = None,
-                 tail_lines: int | None = None, on_error: ErrorSink | None = None,
+    def __init__(self, connection: Connection, namespace: str, job: str, *, role: str | None = None,
+                 index: int | None = None, container: str | None = None, all_containers: bool = False,
+                 since_seconds: int | None = None, tail_lines: int | None = None, on_error: ErrorSink | None = None,
                  drain: float = DRAIN_SECONDS, sync_timeout: float = 60.0) -> None:
-        self.kube = kube
+        self.connection = connection
         self.namespace = namespace
         self.job = job
         self.role, self.index = role, index
@@ -333,7 +334,7 @@ class LogFollower:
         self._done: set[tuple[str, str]] = set()
         self._initial: set[str] = set()
         self._closed = False
-        self._watch = JobWatch(kube, namespace, job, on_pod=lambda *_: self._queue.put(_CHANGED),
+        self._watch = JobWatch(connection, namespace, job, on_pod=lambda *_: self._queue.put(_CHANGED),
                                on_job=lambda: self._queue.put(_CHANGED))
         self._watch.start(sync_timeout)
         self._initial = {podstate.uid(p) for p in self._watch.pods()}

@@ -20,12 +20,17 @@ LOG_DIR = pathlib.Path(os.environ.get("TFJOB_TEST_LOG_DIR", "/tmp/tfjob-operator
 class Operator:
     """A `tfjob-operator run` subprocess."""
 
-    def __init__(self, kubeconfig: str, name: str, extra: list[str] | None = None) -> None:
+    def __init__(self, kubeconfig: str, name: str, extra: list[str] | None = None, *,
+                 command: list[str] | None = None, cwd: pathlib.Path = ROOT) -> None:
+        """`command` runs the operator (default: this checkout's, with this interpreter); `cwd` is
+        where it runs."""
         LOG_DIR.mkdir(parents=True, exist_ok=True)
         self.metrics_port = free_port()
         self.health_port = free_port()
         self.log_path = LOG_DIR / f"{name}.log"
-        self.args = [sys.executable, "-m", "controller.process.cli", "run", "--kubeconfig", kubeconfig,
+        self.cwd = cwd
+        command = command or [sys.executable, "-m", "controller.process.cli"]
+        self.args = [*command, "run", "--kubeconfig", kubeconfig,
                      "--metrics-addr", f"127.0.0.1:{self.metrics_port}",
                      "--health-addr", f"127.0.0.1:{self.health_port}",
                      "--log-format", "json", "--resync", "60", *(extra or [])]  # default workers, QPS
@@ -33,7 +38,7 @@ class Operator:
 
     def start(self, wait_ready: bool = True) -> Operator:
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child for its lifetime
-        self.process = subprocess.Popen(self.args, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+        self.process = subprocess.Popen(self.args, stdout=log, stderr=subprocess.STDOUT, cwd=self.cwd)
         log.close()
         if wait_ready:
             wait_for(self.ready, 60, "the operator's /readyz")

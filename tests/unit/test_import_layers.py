@@ -45,7 +45,9 @@ LAYERS: list[tuple[str, int]] = [
 # Packages beside each other: neither imports the other, whatever the ranks of their layers.
 BESIDE: list[tuple[str, str]] = [("tfjobs", "controller")]
 OPERATOR_PACKAGES = ("tfjob_api", "tfconfig", "kube", "workqueue", "informers", "controller", "tfjobs")
-KUBERNETES_CLIENT_MODULE = "kube.client"
+KUBERNETES_CLIENT_MODULES = ["kube.client", "tfjobs.connection"]  # the operator's, the user tools'
+# What the client distribution (tfjob-client) installs: these import nothing else of the project.
+CLIENT_PACKAGES = ("tfjobs", "tfjob_api", "tfconfig", "tfheartbeat")
 
 
 def owner(module: str) -> tuple[str, int] | None:
@@ -118,10 +120,26 @@ def test_imports_go_only_down_the_layers(path: Path) -> None:
     assert layer_violations(module_name(path), file_imports(path)) == []
 
 
-def test_only_the_client_module_imports_the_kubernetes_package() -> None:
+def test_only_the_two_client_modules_import_the_kubernetes_package() -> None:
     importers = sorted({module_name(path) for path in sources(*OPERATOR_PACKAGES, "devcluster")
                         for _, target in file_imports(path) if target.split(".")[0] == "kubernetes"})
-    assert importers == [KUBERNETES_CLIENT_MODULE]
+    assert importers == KUBERNETES_CLIENT_MODULES
+
+
+def test_the_client_distribution_imports_only_its_own_packages() -> None:
+    project = {*OPERATOR_PACKAGES, "devcluster", "tfheartbeat"}
+    found = [f"{path.relative_to(ROOT)}:{line} imports {target}" for path in sources(*CLIENT_PACKAGES)
+             for line, target in file_imports(path)
+             if target.split(".")[0] in project and target.split(".")[0] not in CLIENT_PACKAGES]
+    assert found == []
+
+
+def test_importing_the_client_leaves_the_official_kubernetes_client_whole() -> None:
+    program = ("import tfjobs, tfjobs.cli\n"
+               "from kubernetes import client, config, watch\n"
+               "print(client.CoreV1Api.__name__, client.V1Pod.__name__, watch.Watch.__name__, config.load_kube_config.__name__)")
+    printed = subprocess.run([sys.executable, "-c", program], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert printed.stdout.split() == ["CoreV1Api", "V1Pod", "Watch", "load_kube_config"]
 
 
 def test_the_client_loads_none_of_the_controller() -> None:

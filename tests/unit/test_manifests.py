@@ -327,6 +327,22 @@ def test_image_installs_the_crds_the_api_package_links_to(dockerfile: str) -> No
         assert f"COPY {source} {target.group(1)}" in final_stage
 
 
+def test_image_builds_both_distributions_with_every_package_the_client_links_to(dockerfile: str) -> None:
+    """client/ holds links to the packages of the client distribution: the build stage copies client/
+    and every package a link points to (COPY keeps links as links), .dockerignore lets them in, and
+    pip installs the client beside the operator."""
+    build_stage = dockerfile.rsplit("\nFROM ", 1)[0]
+    ignore = (ROOT / ".dockerignore").read_text().splitlines()
+    links = sorted(path for path in (ROOT / "client").iterdir() if path.is_symlink())
+    assert [link.name for link in links] == ["tfconfig", "tfheartbeat", "tfjob_api", "tfjobs"]
+    for link in links:
+        package = link.resolve().relative_to(ROOT).as_posix()
+        assert f"COPY {package}/ {package}/" in build_stage
+        assert f"!{package}/" in ignore
+    assert "COPY client/ client/" in build_stage and "!client/" in ignore
+    assert re.search(r"pip install --constraint constraints.txt \./client \.", build_stage)
+
+
 # ---- beside Kubeflow: manifests/kubeflow/ and manifests/kubeflow-handover/ ---------------------------
 
 

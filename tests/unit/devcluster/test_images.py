@@ -80,6 +80,19 @@ def test_the_source_digest_changes_with_a_source_and_ignores_bytecode(tmp_path: 
     assert images.tree_digest(tmp_path, ["kube/", "setup.cfg"]) != before
 
 
+def test_a_linked_package_is_one_source_entry_and_its_target_counts_in_the_digest(tmp_path: Path) -> None:
+    (tmp_path / "tfjobs").mkdir()
+    (tmp_path / "tfjobs" / "a.py").write_text("x = 1\n")
+    (tmp_path / "client").mkdir()
+    (tmp_path / "client" / "setup.cfg").write_text("[metadata]\n")
+    (tmp_path / "client" / "tfjobs").symlink_to("../tfjobs")
+    assert images.source_files(tmp_path, ["client/"]) == [tmp_path / "client" / "setup.cfg", tmp_path / "client" / "tfjobs"]
+    before = images.tree_digest(tmp_path, ["client/"])
+    (tmp_path / "client" / "tfjobs").unlink()
+    (tmp_path / "client" / "tfjobs").symlink_to("../elsewhere")
+    assert images.tree_digest(tmp_path, ["client/"]) != before
+
+
 def test_the_dockerfile_is_read_into_constraints_sources_files_and_config() -> None:
     wanted = image_spec.read_dockerfile(DOCKERFILE, "docker.io/library/op:1")
     assert wanted.constraints == "attrs==26.1.0\npyyaml==6.0.4\n"

@@ -14,10 +14,10 @@ import pytest
 import yaml
 from pytest_mock import MockerFixture
 
-from kube import ApiError
 from tests.support.jobs import make_job, pods_for
 from tfjobs import cli
 from tfjobs.client import JobFailed, JobNotFound, TfJobClient, WaitTimeout
+from tfjobs.errors import ApiError
 from tfjobs.progress import progress
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "manifests" / "examples" / "allreduce.yaml"

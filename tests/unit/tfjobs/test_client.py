@@ -15,8 +15,8 @@ import pytest
 import yaml
 from pytest_mock import MockerFixture
 
-from kube import ApiError
 from tfjobs.client import STATES, JobNotFound, TfJobClient, _verdict, event_time
+from tfjobs.errors import ApiError
 from tfjobs.manifests import InputError
 from tfjobs.selectors import Conditions
 

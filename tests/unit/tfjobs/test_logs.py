@@ -10,8 +10,8 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from kube import ApiError
 from tests.support.jobs import make_job, pods_for
+from tfjobs.errors import ApiError
 from tfjobs.logs import (
     LogLine,
     _Reader,
@@ -100,7 +100,7 @@ class Stream:
         self.closed.set()
 
 
-class Kube:
+class Connection:
     """Answers `pod_log` from a script (a stream or an ApiError per call) and records the calls."""
 
     def __init__(self) -> None:
@@ -119,7 +119,7 @@ class Follower:
     """What a reader needs of its LogFollower."""
 
     def __init__(self) -> None:
-        self.kube = Kube()
+        self.connection = Connection()
         self.namespace = "ns"
         self.since_seconds: int | None = None
         self.tail_lines: int | None = 5
@@ -154,7 +154,7 @@ def reader_for(follower: Follower, *, initial: bool = True) -> _Reader:
 def test_a_reopened_stream_gives_out_only_the_lines_not_given_yet() -> None:
     follower = Follower()
     reader = reader_for(follower)
-    follower.kube.script = [
+    follower.connection.script = [
         Stream([f"{T1} one", f"{T2} two", f"{T2} two again"]),  # the server ends the follow stream
         Stream([f"{T2} two", f"{T2} two again", f"{T3} three"], then=lambda: reader.finish(0.0)),
         Stream([f"{T3} three", f"{T4} four"]),  # the final read, without follow
@@ -163,7 +163,7 @@ def test_a_reopened_stream_gives_out_only_the_lines_not_given_yet() -> None:
     reader.start()
 
     assert follower.drain() == ["one", "two", "two again", "three", "four"]
-    first, second, last = follower.kube.calls
+    first, second, last = follower.connection.calls
     assert first["follow"] and first["tail_lines"] == 5 and "since_time" not in first
     assert second["follow"] and second["since_time"] == "2030-01-01T00:00:02Z"
     assert not last["follow"] and last["since_time"] == "2030-01-01T00:00:03Z"
@@ -172,29 +172,29 @@ def test_a_reopened_stream_gives_out_only_the_lines_not_given_yet() -> None:
 def test_a_pod_that_came_later_is_read_from_its_first_line() -> None:
     follower = Follower()
     reader = reader_for(follower, initial=False)
-    follower.kube.script = [Stream([f"{T1} one"], then=lambda: reader.finish(0.0)), Stream([])]
+    follower.connection.script = [Stream([f"{T1} one"], then=lambda: reader.finish(0.0)), Stream([])]
 
     reader.start()
 
     assert follower.drain() == ["one"]
-    assert "tail_lines" not in follower.kube.calls[0]
+    assert "tail_lines" not in follower.connection.calls[0]
 
 
 def test_a_log_not_ready_yet_is_retried() -> None:
     follower = Follower()
     reader = reader_for(follower)
-    follower.kube.script = [ApiError(400, "BadRequest", "container is waiting to start"),
+    follower.connection.script = [ApiError(400, "BadRequest", "container is waiting to start"),
                             Stream([f"{T1} one"], then=lambda: reader.finish(0.0)), Stream([])]
 
     reader.start()
 
     assert follower.drain() == ["one"]
-    assert len(follower.kube.calls) == 3
+    assert len(follower.connection.calls) == 3
 
 
 def test_a_gone_pod_ends_its_reader_quietly() -> None:
     follower = Follower()
-    follower.kube.script = [ApiError(404, "NotFound", "pods \"j-worker-0\" not found")]
+    follower.connection.script = [ApiError(404, "NotFound", "pods \"j-worker-0\" not found")]
 
     reader_for(follower).start()
 
@@ -205,25 +205,25 @@ def test_stop_closes_a_blocked_follow_stream_and_reads_nothing_more() -> None:
     follower = Follower()
     reader = reader_for(follower)
     blocked = Stream([f"{T1} one"], block=True)
-    follower.kube.script = [blocked]
+    follower.connection.script = [blocked]
     reader.start()
     assert follower.out.get(timeout=10).text == "one"
 
     reader.stop()
 
     assert follower.drain() == []
-    assert blocked.closed.is_set() and len(follower.kube.calls) == 1
+    assert blocked.closed.is_set() and len(follower.connection.calls) == 1
 
 
 def test_finish_closes_the_follow_stream_after_the_drain_and_reads_the_rest() -> None:
     follower = Follower()
     reader = reader_for(follower)
     blocked = Stream([f"{T1} one"], block=True)
-    follower.kube.script = [blocked, Stream([f"{T1} one", f"{T2} exited with code 0"])]
+    follower.connection.script = [blocked, Stream([f"{T1} one", f"{T2} exited with code 0"])]
     reader.start()
     assert follower.out.get(timeout=10).text == "one"
 
     reader.finish(0.0)
 
     assert follower.drain() == ["exited with code 0"]
-    assert blocked.closed.is_set() and not follower.kube.calls[1]["follow"]
+    assert blocked.closed.is_set() and not follower.connection.calls[1]["follow"]
