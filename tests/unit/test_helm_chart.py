@@ -13,6 +13,7 @@ import difflib
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 from typing import Any
 
@@ -188,6 +189,22 @@ def test_namespaced_without_network_policy_rbac_renders_the_namespaced_install_w
     chart = template(helm, "team-a", "-f", str(NAMESPACED_VALUES), "--set", "namespace.create=true",
                      *COMPONENT_VALUES["rbac/without-network-policies"])
     assert_same(chart, kustomize_with_component(kubectl, "namespaced", "rbac/without-network-policies", tmp_path))
+
+
+def test_an_image_set_once_in_the_operator_kustomization_is_the_charts_default_too(
+        helm: str, kubectl: str, tmp_path: pathlib.Path) -> None:
+    copy = tmp_path / "manifests"
+    shutil.copytree(MANIFESTS, copy, symlinks=True)
+    kustomization = copy / "operator" / "kustomization.yaml"
+    document = yaml.safe_load(kustomization.read_text())
+    document["images"] = [{"name": "tfjob-operator", "newName": "registry.example.com/ml/tfjob-operator",
+                           "newTag": "7.7.7"}]
+    kustomization.write_text(yaml.safe_dump(document))
+    done = subprocess.run([helm, "template", "tfjob-operator", str(copy / "helm" / "tfjob-operator")],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    image = deployment(by_key(parse(done.stdout)))["spec"]["template"]["spec"]["containers"][0]["image"]
+    assert image == "registry.example.com/ml/tfjob-operator:7.7.7"
 
 
 def test_network_policies_on_without_their_permission_is_refused(helm: str) -> None:

@@ -35,8 +35,19 @@ app.kubernetes.io/name: {{ include "tfjob-operator.name" . }}
 app.kubernetes.io/component: controller
 {{- end -}}
 
+{{/*
+The operator's image: image.repository and image.tag, each defaulting to what manifests/operator/
+kustomization.yaml sets (`kustomize edit set image` there sets it for the chart too), else the
+chart's name and appVersion.
+*/}}
 {{- define "tfjob-operator.image" -}}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- $set := dict -}}
+{{- range (.Files.Get "files/operator-kustomization.yaml" | fromYaml).images -}}
+{{- if eq .name "tfjob-operator" }}{{ $set = . }}{{ end -}}
+{{- end -}}
+{{- $repository := .Values.image.repository | default $set.newName | default "tfjob-operator" -}}
+{{- $tag := .Values.image.tag | default $set.newTag | default .Chart.AppVersion | toString -}}
+{{- printf "%s:%s" $repository $tag -}}
 {{- end -}}
 
 {{/*
