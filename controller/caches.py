@@ -131,7 +131,8 @@ class JobCaches:
         self.serve_tfjobs(serve_tfjobs)
         use_kueue = options.use_kueue
         if use_kueue is None:
-            use_kueue = kube.has_api(kueue.GROUP, kueue.VERSION, kueue.WORKLOAD_KIND)
+            # crds=False: the operator is granted nothing on CustomResourceDefinitions
+            use_kueue = kube.has_api(kueue.GROUP, kueue.VERSION, kueue.WORKLOAD_KIND, crds=False)
         self.workloads = (build("workloads", kueue.GROUP, kueue.VERSION, kueue.WORKLOAD_PLURAL,
                                 label_selector=kueue.JOB_UID_LABEL) if use_kueue else None)
         self.flavors = (build("resourceflavors", kueue.GROUP, kueue.VERSION, "resourceflavors", namespaced=False)

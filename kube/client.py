@@ -427,19 +427,20 @@ class Kube:
 
     # --- discovery ----------------------------------------------------------------------------
 
-    def has_api(self, group: str, version: str, kind: str | None = None) -> bool:
+    def has_api(self, group: str, version: str, kind: str | None = None, *, crds: bool = True) -> bool:
         """Whether the server serves group/version (and `kind` in it). Cached: 5 min, misses 10 s.
 
         Discovery lags a new CustomResourceDefinition: for a moment after the CRD is Established the
         API server serves its kind but does not list it yet. So a kind that discovery does not list
-        is looked for among the Established CRDs (`_established_crd_serves`), and when one serves it
-        the cached listing is dropped, so the next question reads discovery again."""
+        is looked for among the Established CRDs (`_established_crd_serves`; `crds=False` skips
+        that, for a client not allowed to list CRDs), and when one serves it the cached listing is
+        dropped, so the next question reads discovery again."""
         resources = self._discover(group, version)
         if kind is None:
             return resources is not None
         if resources is not None and _lists_kind(resources, kind):
             return True
-        if not group or not self._established_crd_serves(group, version, kind):
+        if not crds or not group or not self._established_crd_serves(group, version, kind):
             return False
         with self._discovery_lock:
             self._discovery.pop((group, version), None)

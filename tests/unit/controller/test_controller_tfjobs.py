@@ -26,7 +26,7 @@ TFJOB_DISCOVERY = {"resources": [
 @pytest.fixture
 def kube(mocker: MockerFixture) -> Mock:
     client = mocker.Mock(spec=Kube)
-    client.has_api.side_effect = lambda group, version, kind=None: kind == "TFJob"
+    client.has_api.side_effect = lambda group, version, kind=None, crds=True: kind == "TFJob"
     client.get.return_value = TFJOB_DISCOVERY
     return client
 
