@@ -106,7 +106,6 @@ class JobCaches:
         self.factory = InformerFactory(kube, namespaces=list(options.namespaces), on_relist=on_relist, clock=clock)
         self.on_informer: Callable[[str, SharedInformer], None] | None = None
         self._kube = kube
-        self._clock = clock
         self._resync = options.resync
         self._lock = threading.Lock()  # serialises starting and stopping the late informers
         self._stopping = threading.Event()
@@ -204,7 +203,9 @@ class JobCaches:
             self.on_informer(name, informer)
 
     def _follow_tfjob_crd(self) -> None:
-        while not self._clock.sleep(self.discovery_period, self._stopping):
+        # Real time even under a fake clock: a fake sleep returns at once, and this loop would spin
+        # (tests call `recheck_tfjobs` themselves).
+        while not self._stopping.wait(self.discovery_period):
             try:
                 self.recheck_tfjobs()
             except Exception:  # a bug here must not end the re-reads
