@@ -144,18 +144,18 @@ def test_every_dashboard_panel_shows_data_while_jobs_run(scraped_operator: tuple
                                                          tfjobs_no_operator: TfJobs) -> None:
     _, prometheus = scraped_operator
     run_jobs_to_every_outcome(tfjobs_no_operator)
-    # Every outcome scraped: the last counters to move are the failure and the restart.
-    wait_for(lambda: prometheus.query(f'tfjob_jobs_failed_total{{job="{SCRAPE_JOB}"}} > 0')
-             and prometheus.query(f'tfjob_jobs_restarted_total{{job="{SCRAPE_JOB}"}} > 0'), 30,
-             "Prometheus to scrape the failed and the restarted job")
+    # Every outcome scraped twice at least, so rate() and increase() over 1m have two samples: the
+    # last counters to appear are the failure's and the restart's.
+    for counter in ("tfjob_jobs_failed_total", "tfjob_jobs_restarted_total"):
+        wait_for(lambda counter=counter: prometheus.query(f'count_over_time({counter}{{job="{SCRAPE_JOB}"}}[1m]) > 1'),
+                 30, f"Prometheus to scrape {counter} twice")
     empty = []
     for panel in panels():
         if panel["title"] in AWAITING_OPERATOR_METRICS:
             continue
         for target in panel["targets"]:
             expr = as_grafana_runs_it(target["expr"])
-            names = metric_names(expr)
-            unscraped = [n for n in sorted(names) if not prometheus.query(f'{n}{{job="{SCRAPE_JOB}"}}')]
+            unscraped = [n for n in sorted(metric_names(expr)) if not prometheus.query(f'{n}{{job="{SCRAPE_JOB}"}}')]
             if unscraped or not prometheus.query(expr):
                 empty.append(f"{panel['title']} [{target['refId']}]: {expr} (no series: {unscraped})")
     assert not empty, "panels without data:\n" + "\n".join(empty)
