@@ -23,7 +23,7 @@ BACKOFF_LIMIT = 6
 
 # Kubeflow's defaults for its TFJob kind, where they differ from TensorFlowJob's. Its CRD does not
 # state them (Kubeflow's operator applied them on every reconcile); the model translation
-# (`controller.job.kubeflow.model`) and `convert` apply them. A TFJob's backoffLimit unset means no limit.
+# (`tfjob_api.kubeflow_model`) and `convert` apply them. A TFJob's backoffLimit unset means no limit.
 TFJOB_CLEAN_POD_POLICY = "None"
 TFJOB_RESTART_POLICY = "Never"
 

@@ -50,3 +50,8 @@ MANAGED_BY_KUBEFLOW = "kubeflow.org/training-operator"
 MANAGED_BY_MULTIKUEUE = "kueue.x-k8s.io/multikueue"
 MANAGED_BY_THIS_OPERATOR = "tensorflowjob.kubeflow.org/tfjob-operator"
 MANAGED_BY_VALUES = (MANAGED_BY_KUBEFLOW, MANAGED_BY_MULTIKUEUE, MANAGED_BY_THIS_OPERATOR)
+
+
+def role_selector(job_name: str, replica_type_name: str) -> str:
+    """The label selector (string form) of one replica type's pods, in Kubeflow's labels."""
+    return f"{JOB_NAME_LABEL}={job_name},{REPLICA_TYPE_LABEL}={replica_type_name.lower()}"

@@ -34,12 +34,12 @@ from typing import Any
 from controller.job.kubeflow import labels as kubeflow_labels
 from controller.job.kubeflow import ownership
 from controller.job.kubeflow.convert import Conversion, convert
-from controller.job.kubeflow.model import ignored_fields, to_model
-from controller.job.kubeflow.status import to_model_status, to_tfjob_status
 from controller.job.kubeflow.validation import validate_tfjob
 from controller.job.validation import Problem, validate_job
 from tfjob_api import kubeflow
 from tfjob_api.defaults import apply_defaults
+from tfjob_api.kubeflow_model import ignored_fields, to_model
+from tfjob_api.kubeflow_status import to_model_status, to_tfjob_status
 from tfjob_api.names import GROUP, KIND, PLURAL, VERSION
 
 Check = Callable[[Any], list[Problem]]

@@ -5,14 +5,15 @@ The operator has one job model -- the TensorFlowJob spec the planner reads -- an
 pure translation between that model and the TFJob API, so one planner and one reconciler serve both
 kinds:
 
-* `model` -- a TFJob in, the job model out, with Kubeflow's defaults for this kind;
-* `status` -- the planner's status out as Kubeflow writes a TFJob's status, and back;
+* `tfjob_api.kubeflow_model` -- a TFJob in, the job model out, with Kubeflow's defaults for this kind,
+  and `tfjob_api.kubeflow_status` -- the planner's status out as Kubeflow writes a TFJob's status, and
+  back (part of the API contract: the user tools read a TFJob through the same translation);
 * `validation` -- what Kubeflow's webhook (and this project's CRD) rejects, with TFJob field paths;
 * `ownership` -- whether this operator serves a given TFJob (`runPolicy.managedBy`);
 * `labels` -- the Kubeflow labels on a TFJob's pods and Service;
 * `convert` -- a TFJob rewritten as the equivalent TensorFlowJob, and what does not carry over.
 
 The TFJob's names (API coordinates, Kubeflow's labels, replica types, `runPolicy.managedBy` values)
-are `tfjob_api.kubeflow`, its defaults `tfjob_api.defaults`. Everything here is a function of plain dicts, tested
-without a cluster (docs/kubeflow.md).
+are `tfjob_api.kubeflow`, its defaults `tfjob_api.defaults`. Everything here is a function of plain
+dicts, tested without a cluster (docs/kubeflow.md).
 """

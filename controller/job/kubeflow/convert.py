@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.job.kubeflow.model import RUN_POLICY_FIELDS, ignored_fields, to_model
 from tfconfig import ROLES
 from tfjob_api.kubeflow import MASTER
+from tfjob_api.kubeflow_model import RUN_POLICY_FIELDS, ignored_fields, to_model
 from tfjob_api.names import API_VERSION, KIND
 
 NO_LIMIT = 2**31 - 1  # the largest int32: Kubeflow's "unset" backoffLimit, which means no limit

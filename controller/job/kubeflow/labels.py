@@ -50,8 +50,3 @@ def pod_labels(job: Mapping[str, Any], role: str, index: int) -> dict[str, str]:
 
 def service_labels(job: Mapping[str, Any]) -> dict[str, str]:
     return {OPERATOR_NAME_LABEL: OPERATOR_NAME, JOB_NAME_LABEL: job["metadata"]["name"]}
-
-
-def role_selector(job_name: str, replica_type_name: str) -> str:
-    """The label selector (string form) of one replica type's pods, in Kubeflow's labels."""
-    return f"{JOB_NAME_LABEL}={job_name},{REPLICA_TYPE_LABEL}={replica_type_name.lower()}"

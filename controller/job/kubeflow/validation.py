@@ -16,7 +16,6 @@ from typing import Any
 
 import jsonschema
 
-from controller.job.kubeflow.model import to_model
 from controller.job.validation import (
     Problem,
     name_problems,
@@ -28,6 +27,7 @@ from controller.job.validation import (
 from tfconfig import TF_CONTAINER, role_port, role_replicas
 from tfjob_api.crd import tfjob_schema
 from tfjob_api.kubeflow import API_VERSION, KIND, REPLICA_TYPES, ROLE_OF_TYPE, canonical_type
+from tfjob_api.kubeflow_model import to_model
 
 ONE_AT_MOST = ("chief", "evaluator")
 SPECS = "spec.tfReplicaSpecs"

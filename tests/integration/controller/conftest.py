@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
-from controller.job.kubeflow.status import to_model_status
 from kube import ApiError, Kube, resource_path
 from tests.support.jobs import SIM_EXIT_AFTER, SIM_EXIT_CODE, devcluster_role, tfjob
 from tests.support.kubeflow import as_tfjob, as_tfjob_patch
 from tests.support.operator import Operator
 from tests.support.polling import wait_for
+from tfjob_api.kubeflow_status import to_model_status
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 CRD = ROOT / "manifests" / "crd.yaml"

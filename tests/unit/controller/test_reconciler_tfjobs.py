@@ -13,12 +13,12 @@ from pytest_mock import MockerFixture
 from controller.events import EventRecorder
 from controller.job.builders import build_pods, build_service
 from controller.job.kinds import TFJOB
-from controller.job.kubeflow.model import to_model
 from controller.reconciler import Reconciler
 from kube import Kube
 from kube.clock import FakeClock
 from tests.support.caches import FakeCaches
 from tests.support.kubeflow import replica, tfjob_manifest
+from tfjob_api.kubeflow_model import to_model
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
 KEY = "TFJob:ns/j"

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from controller.job.kubeflow.convert import NO_LIMIT, convert
-from controller.job.kubeflow.model import to_model
 from controller.job.validation import validate_job
 from tests.support.kubeflow import replica, tfjob_manifest
 from tfjob_api.defaults import apply_defaults
+from tfjob_api.kubeflow_model import to_model
 
 
 def test_kubeflows_defaults_are_written_out() -> None:

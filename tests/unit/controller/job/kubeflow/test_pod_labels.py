@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from controller.job.builders import build_pod, build_service
 from controller.job.kinds import TFJOB
-from controller.job.kubeflow.model import to_model
 from tests.support.kubeflow import replica, tfjob_manifest
+from tfjob_api.kubeflow_model import to_model
 
 
 def model(**replicas: dict) -> dict:

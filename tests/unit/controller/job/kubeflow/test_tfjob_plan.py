@@ -7,10 +7,10 @@ from typing import Any
 
 from controller.job.builders import build_pods, build_service
 from controller.job.kinds import TFJOB
-from controller.job.kubeflow.model import to_model
 from controller.job.plan import plan_job
 from controller.job.validation import Problem
 from tests.support.kubeflow import replica, tfjob_manifest
+from tfjob_api.kubeflow_model import to_model
 
 NOW = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
 

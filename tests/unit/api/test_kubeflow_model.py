@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from controller.job.kubeflow.model import ignored_fields, to_model
 from tests.support.kubeflow import replica, tfjob_manifest
+from tfjob_api.kubeflow_model import ignored_fields, to_model
 
 
 def test_replica_defaults_are_kubeflows_one_replica_restart_policy_never() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.job.kubeflow.status import to_model_status, to_tfjob_status
+from tfjob_api.kubeflow_status import to_model_status, to_tfjob_status
 
 NOW = "2026-12-01T10:00:00Z"
 LATER = "2026-12-01T10:05:00Z"

@@ -23,7 +23,6 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from controller.job.kubeflow.labels import role_selector
 from tfjob_api import conditions as cond
 from tfjob_api.kubeflow import (
     JOB_NAME_LABEL,
@@ -31,6 +30,7 @@ from tfjob_api.kubeflow import (
     ROLE_OF_TYPE,
     TYPE_OF_ROLE,
     canonical_type,
+    role_selector,
 )
 
 # The planner's reasons and the Kubeflow reason each becomes; others fall back on the condition type's.

@@ -23,9 +23,9 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from controller.job.kubeflow.status import to_model_status
 from tfjob_api.defaults import TFJOB_CLEAN_POD_POLICY, TFJOB_RESTART_POLICY
 from tfjob_api.kubeflow import ROLE_OF_TYPE, canonical_type
+from tfjob_api.kubeflow_status import to_model_status
 
 RUN_POLICY_FIELDS = ("ttlSecondsAfterFinished", "activeDeadlineSeconds")
 
