@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install binaries real-node-deps real-binaries images test test-real unit lint run bench chaos clean tf-heartbeat
+.PHONY: install binaries real-node-deps real-binaries images helm prometheus test test-real test-helm unit lint run bench chaos clean tf-heartbeat
 
 # Two distributions from this repository: the operator (.) and the user tools it builds on (client/).
 $(VENV)/.installed: setup.cfg pyproject.toml client/setup.cfg
@@ -37,13 +37,27 @@ lint: install
 	$(BIN)/mypy
 
 unit: install
-	$(BIN)/pytest tests/unit
+	$(BIN)/pytest tests/unit -m "not helm"
 
 # The whole suite: lint, unit tests, integration tests against a local control plane that the test
 # session starts and stops itself (binaries built or reused from the cache), and the real-node
 # scenarios marked real_ci (real containers on a real node; the rest: `make test-real`).
-test: install binaries real-node-deps real-binaries images lint
-	$(BIN)/pytest tests -m "not real or real_ci"
+# Helm's tests are not part of it: Helm is built from its Go module (about 9 cold minutes, which a
+# cold `make test` cannot afford on two cores); `make test-helm` runs them. Prometheus and promtool
+# (Debian's package, seconds) are, for the alert rules and the dashboard.
+test: install binaries real-node-deps real-binaries images prometheus lint
+	$(BIN)/pytest tests -m "(not real or real_ci) and not helm"
+
+# The Helm chart: lint, template, and its drift against the kustomize install; install and upgrade
+# on the local cluster.
+test-helm: install binaries helm
+	$(BIN)/pytest tests -m helm
+
+helm:
+	bash devcluster/build-helm.sh
+
+prometheus:
+	bash devcluster/install-prometheus.sh
 
 # Every scenario on real nodes: each example trains real TensorFlow, repairs, scaling, stall probes,
 # log following, NetworkPolicy, the operator in-cluster (about 25 min warm on two cores).

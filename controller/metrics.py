@@ -6,13 +6,15 @@ prometheus_client itself, so tests can pass `ControllerMetrics(CollectorRegistry
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 
 
 class ControllerMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
         r = self.registry
+        # process_cpu_seconds_total, process_resident_memory_bytes, ...: the dashboard's process panels.
+        ProcessCollector(registry=r)
         self.jobs_created = Counter("tfjob_jobs_created_total", "TensorFlowJobs seen for the first time", registry=r)
         self.jobs_succeeded = Counter("tfjob_jobs_succeeded_total", "TensorFlowJobs that succeeded", registry=r)
         self.jobs_failed = Counter("tfjob_jobs_failed_total", "TensorFlowJobs that failed", ["reason"], registry=r)

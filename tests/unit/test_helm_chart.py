@@ -20,6 +20,8 @@ from typing import Any
 import pytest
 import yaml
 
+pytestmark = pytest.mark.helm  # Helm is built from its Go module: `make test-helm`
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "manifests"
 CHART = MANIFESTS / "helm" / "tfjob-operator"

@@ -26,6 +26,8 @@ from tests.support.polling import wait_for
 
 from .conftest import ROOT
 
+pytestmark = pytest.mark.helm  # Helm is built from its Go module: `make test-helm`
+
 CHART = ROOT / "manifests" / "helm" / "tfjob-operator"
 RELEASE = "tfjob-operator"
 HELM_ONLY_LABELS = {"helm.sh/chart", "app.kubernetes.io/managed-by", "app.kubernetes.io/instance",
