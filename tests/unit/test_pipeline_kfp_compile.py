@@ -3,9 +3,9 @@ with the real `kfp` SDK, and the YAML it writes holds what matters: the one trai
 cached, its image, what it pip-installs (and from where), the pipeline's parameters wired into
 it, and a program that defines the step on its own, as the step's container will run it.
 
-`kfp` pins an older `kubernetes` than the operator, so it is never a dependency of the project: it
-lives in a venv of its own, cached outside the repository (created here on first use, from PyPI;
-TFJOB_KFP_VENV overrides where), and the example runs in it as a subprocess, as a user compiles it.
+`kfp` pins an older `kubernetes` than the operator, so it lives in a venv of its own, cached outside
+the repository and created on first use by hack/kfp-venv.sh; the example runs in it as a
+subprocess, as a user compiles it.
 """
 
 from __future__ import annotations
@@ -23,23 +23,18 @@ from typing import Any
 import pytest
 import yaml
 
-KFP = "kfp==2.17.3"  # the newest 2.x on PyPI when written
-VENV = pathlib.Path(os.environ.get("TFJOB_KFP_VENV",
-                                   pathlib.Path.home() / ".cache" / "tfjob-operator" / "kfp-2.17.3-venv"))
-EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "manifests" / "examples" / "pipelines" / "kfp_pipeline.py"
+KFP = "kfp==2.17.3"  # as hack/kfp-venv.sh pins it
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "manifests" / "examples" / "pipelines" / "kfp_pipeline.py"
 STEP = "train-step"
 
 
 @pytest.fixture(scope="session")
 def kfp_python() -> pathlib.Path:
-    python = VENV / "bin" / "python"
-    marker = VENV / ".installed"
-    if not marker.exists() or marker.read_text() != KFP:
-        subprocess.run([sys.executable, "-m", "venv", "--clear", str(VENV)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", KFP],
-                       check=True, timeout=900)
-        marker.write_text(KFP)
-    return python
+    made = subprocess.run(["bash", str(ROOT / "hack" / "kfp-venv.sh")], env={**os.environ, "PYTHON": sys.executable},
+                          capture_output=True, text=True, timeout=900, check=False)
+    assert made.returncode == 0, made.stderr[-3000:]
+    return pathlib.Path(made.stdout.strip())
 
 
 def compile_pipeline(python: pathlib.Path, folder: pathlib.Path, *flags: str) -> dict[str, Any]:
