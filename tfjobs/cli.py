@@ -35,11 +35,11 @@ from typing import Any, NoReturn, TextIO
 
 import yaml
 
-from tfjob_api.names import GROUP
-from tfjobs.client import STATES, JobFailed, JobNotFound, TfJobClient, WaitTimeout
+from tfjobs.client import STATES, AmbiguousJob, JobFailed, JobNotFound, TfJobClient, WaitTimeout
 from tfjobs.describe import describe
 from tfjobs.durations import parse_duration
 from tfjobs.errors import ApiError, ConfigError
+from tfjobs.kinds import JobKind, kind_named, kind_of
 from tfjobs.logs import LogLine, format_line
 from tfjobs.manifests import InputError, load_manifest
 from tfjobs.progress import Progress, render
@@ -52,7 +52,11 @@ EXIT_ERROR = 1  # an error, or (wait) the job ended without reaching the state
 EXIT_TIMEOUT = 2  # wait: timed out
 EXIT_INTERRUPTED = 130
 
-RESOURCE = f"tensorflowjob.{GROUP}"
+
+
+def resource(kind: JobKind) -> str:
+    """How kubectl names a kind in its messages: `tensorflowjob.kubeflow.org`, `tfjob.kubeflow.org`."""
+    return f"{kind.kind.lower()}.{kind.group}"
 
 
 @dataclass
@@ -101,12 +105,12 @@ def cmd_get(client: TfJobClient, args: argparse.Namespace, console: Console) -> 
         jobs = []
         for name in args.names:
             try:
-                jobs.append(client.get(name))
+                jobs.append(client.get(name, kind=args.kind))
             except JobNotFound as error:
                 console.error(f"Error from server (NotFound): {error}")
                 status = EXIT_ERROR
     else:
-        jobs = client.list(all_namespaces=args.all_namespaces, label_selector=args.selector)
+        jobs = client.list(all_namespaces=args.all_namespaces, label_selector=args.selector, kind=args.kind)
         if not jobs:
             where = "any namespace" if args.all_namespaces else f"{client.namespace} namespace"
             console.error(f"No resources found in {where}.")
@@ -117,17 +121,18 @@ def cmd_get(client: TfJobClient, args: argparse.Namespace, console: Console) -> 
         console.print(_dump(jobs, args.output, single=len(args.names) == 1))
     elif args.output == "name":
         for job in jobs:
-            console.print(f"{RESOURCE}/{job['metadata']['name']}")
+            console.print(f"{resource(kind_of(job))}/{job['metadata']['name']}")
     else:
-        headers, rows = job_rows(jobs, wide=args.output == "wide", all_namespaces=args.all_namespaces)
+        headers, rows = job_rows([kind_of(job).view(job) for job in jobs], wide=args.output == "wide",
+                                 all_namespaces=args.all_namespaces)
         console.print(table(headers, rows))
     return status
 
 
 def cmd_describe(client: TfJobClient, args: argparse.Namespace, console: Console) -> int:
-    job = client.get(args.name)
+    job_kind, job = client.find(args.name, kind=args.kind)
     pods = client.pods(args.name)
-    console.out.write(describe(job, pods, client.events(args.name, pods=pods)))
+    console.out.write(describe(job_kind.view(job), pods, client.events(args.name, pods=pods, kind=job_kind)))
     console.out.flush()
     return EXIT_OK
 
@@ -140,7 +145,7 @@ def _print_lines(lines: Any, args: argparse.Namespace, console: Console) -> None
 
 def cmd_logs(client: TfJobClient, args: argparse.Namespace, console: Console) -> int:
     lines = client.logs(args.name, follow=args.follow, role=args.role, index=args.index, container=args.container,
-                        all_containers=args.all_containers, since=args.since, tail=args.tail,
+                        all_containers=args.all_containers, since=args.since, tail=args.tail, kind=args.kind,
                         on_error=lambda message: console.error(f"warning: {message}"))
     try:
         _print_lines(lines, args, console)
@@ -174,20 +179,22 @@ class ProgressView:
             self.shown = False
 
 
-def _wait(client: TfJobClient, name: str, state: str, timeout: float | None, console: Console) -> int:
+def _wait(client: TfJobClient, name: str, state: str, timeout: float | None, console: Console,
+          kind: JobKind | None = None) -> int:
+    job_kind = client.find(name, kind=kind)[0]
     view = ProgressView(console)
     try:
-        client.wait_for(name, state, timeout=timeout, on_progress=view)
+        client.wait_for(name, state, timeout=timeout, on_progress=view, kind=job_kind)
     except WaitTimeout:
         view.end()
-        console.error(f"error: timed out waiting for the condition on tensorflowjobs/{name}")
+        console.error(f"error: timed out waiting for the condition on {job_kind.plural}/{name}")
         return EXIT_TIMEOUT
     except JobFailed as failed:
         view.end()
         console.error(f"error: {failed} without reaching {state}")
         return EXIT_ERROR
     view.end()
-    console.print(f"{RESOURCE}/{name} condition met")
+    console.print(f"{resource(job_kind)}/{name} condition met")
     return EXIT_OK
 
 
@@ -199,6 +206,13 @@ def _state(text: str) -> str:
     return match
 
 
+def _kind(text: str) -> JobKind:
+    try:
+        return kind_named(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from error
+
+
 def _duration(text: str) -> float:
     try:
         return parse_duration(text)
@@ -207,14 +221,14 @@ def _duration(text: str) -> float:
 
 
 def cmd_wait(client: TfJobClient, args: argparse.Namespace, console: Console) -> int:
-    return _wait(client, args.name, args.state, args.timeout, console)
+    return _wait(client, args.name, args.state, args.timeout, console, args.kind)
 
 
 def cmd_submit(client: TfJobClient, args: argparse.Namespace, console: Console) -> int:
     manifest = load_manifest(args.filename)
     jobs = manifest.jobs
     if len(jobs) > 1 and (args.name or args.wait or args.logs):
-        raise InputError(f"{args.filename} holds {len(jobs)} TensorFlowJobs; --name, --wait and --logs need one")
+        raise InputError(f"{args.filename} holds {len(jobs)} jobs; --name, --wait and --logs need one")
     options: dict[str, Any] = {"name": args.name, "overrides": args.set, "namespace": args.namespace}
     bodies = [client.job_body(job, **options) for job in jobs]  # every job checked before anything is created
     # The ConfigMaps, Secrets and claims of the file go first, where the (first) job goes unless they say.
@@ -234,16 +248,16 @@ def cmd_submit(client: TfJobClient, args: argparse.Namespace, console: Console) 
     for job in jobs:
         stored = client.create(job, **options)
         created.append(stored)
-        console.print(f"{RESOURCE}/{stored['metadata']['name']} created")
+        console.print(f"{resource(kind_of(stored))}/{stored['metadata']['name']} created")
     if not created or not (args.wait or args.logs):
         return EXIT_OK
     job = created[0]
-    name, namespace = job["metadata"]["name"], job["metadata"]["namespace"]
+    name, namespace, job_kind = job["metadata"]["name"], job["metadata"]["namespace"], kind_of(job)
     client.namespace = namespace
     remaining = args.timeout
     if args.logs:
         started = time.monotonic()
-        lines = client.logs(name, follow=True, timeout=args.timeout,
+        lines = client.logs(name, follow=True, timeout=args.timeout, kind=job_kind,
                             on_error=lambda message: console.error(f"warning: {message}"))
         try:
             _print_lines(lines, args, console)
@@ -252,16 +266,18 @@ def cmd_submit(client: TfJobClient, args: argparse.Namespace, console: Console) 
         if args.timeout is not None:
             remaining = args.timeout - (time.monotonic() - started)
             if remaining <= 0:
-                console.error(f"error: timed out after {args.timeout:g}s following the logs of {RESOURCE}/{name}")
+                console.error(f"error: timed out after {args.timeout:g}s following the logs of "
+                              f"{resource(job_kind)}/{name}")
                 return EXIT_TIMEOUT
-    return _wait(client, name, "Succeeded", remaining, console)
+    return _wait(client, name, "Succeeded", remaining, console, job_kind)
 
 
 def cmd_delete(client: TfJobClient, args: argparse.Namespace, console: Console) -> int:
     status = EXIT_OK
     for name in args.names:
         try:
-            client.delete(name, wait=args.wait, timeout=args.timeout)
+            job_kind = client.find(name, kind=args.kind)[0]
+            client.delete(name, wait=args.wait, timeout=args.timeout, kind=job_kind)
         except JobNotFound as error:
             if not args.ignore_not_found:
                 console.error(f"Error from server (NotFound): {error}")
@@ -271,13 +287,13 @@ def cmd_delete(client: TfJobClient, args: argparse.Namespace, console: Console) 
             console.error(f"error: {error}")
             status = EXIT_ERROR
             continue
-        console.print(f'{RESOURCE} "{name}" deleted')
+        console.print(f'{resource(job_kind)} "{name}" deleted')
     return status
 
 
 def cmd_scale(client: TfJobClient, args: argparse.Namespace, console: Console) -> int:
-    client.scale(args.name, args.replicas, role=args.role)
-    console.print(f"{RESOURCE}/{args.name} scaled")
+    stored = client.scale(args.name, args.replicas, role=args.role, kind=args.kind)
+    console.print(f"{resource(kind_of(stored))}/{args.name} scaled")
     return EXIT_OK
 
 
@@ -318,11 +334,15 @@ def build_parser() -> argparse.ArgumentParser:
     def command(name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:
         child = sub.add_parser(name, help=help_text, description=help_text)
         _common(child, suppress=True)
+        if name != "submit":  # a file says its jobs' kinds
+            child.add_argument("--kind", type=_kind, default=None,
+                               help="TensorFlowJob or TFJob: which kind's job a name means, when both kinds "
+                                    "have one by that name (default: either)")
         child.set_defaults(handler=handler)
         return child
 
-    submit = command("submit", cmd_submit, "create a TensorFlowJob from a file (after the ConfigMaps, Secrets and "
-                     "PersistentVolumeClaims beside it); optionally follow it to the end")
+    submit = command("submit", cmd_submit, "create a TensorFlowJob or TFJob from a file (after the ConfigMaps, Secrets "
+                     "and PersistentVolumeClaims beside it); optionally follow it to the end")
     submit.add_argument("-f", "--filename", required=True, help="the job's YAML/JSON file (- for stdin)")
     submit.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
                         help="change a field, relative to spec (worker.replicas=8); repeatable")
@@ -335,7 +355,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="print what would be created (the objects beside the job too), create nothing")
     _log_flags(submit)
 
-    get = command("get", cmd_get, "list TensorFlowJobs, or show some")
+    get = command("get", cmd_get, "list TensorFlowJobs and TFJobs, or show some")
     get.add_argument("names", nargs="*", metavar="JOB")
     get.add_argument("-o", "--output", choices=("wide", "yaml", "json", "name"), help="output format")
     get.add_argument("-A", "--all-namespaces", action="store_true", help="list the jobs of every namespace")
@@ -400,6 +420,8 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
         return int(args.handler(client, args, console))
     except JobNotFound as error:
         console.error(f"Error from server (NotFound): {error}")
+    except AmbiguousJob as error:
+        console.error(f"error: {error}")
     except ApiError as error:
         if error.status:
             console.error(f"Error from server ({error.reason}): {error.message or error}")

@@ -33,11 +33,11 @@ from typing import Any
 from tfconfig import ROLES
 from tfjob_api import conditions
 from tfjob_api.documents import describe
-from tfjob_api.names import GROUP, KIND, PLURAL, VERSION
 from tfjobs.connection import Connection, api_path
 from tfjobs.durations import parse_duration, parse_time
 from tfjobs.errors import ApiError
 from tfjobs.jobview import FINISHED_STATES, job_state, roles, state_detail
+from tfjobs.kinds import KINDS, TENSORFLOWJOB, JobKind, kind_named, kind_of
 from tfjobs.kubeconfig import default_namespace, kubeconfig_paths
 from tfjobs.logs import ErrorSink, LogFollower, LogLine, pod_selector, read_logs
 from tfjobs.manifests import (
@@ -52,7 +52,7 @@ from tfjobs.progress import Progress, progress
 from tfjobs.selectors import Conditions
 from tfjobs.watching import JobWatch
 
-__all__ = ["STATES", "JobFailed", "JobNotFound", "TfJobClient", "TfJobError", "WaitTimeout"]
+__all__ = ["STATES", "AmbiguousJob", "JobFailed", "JobNotFound", "TfJobClient", "TfJobError", "WaitTimeout"]
 
 STATES = tuple(reversed(conditions.STATE_PRECEDENCE))
 """The states a job can be in (`status.state`: Created, ..., Running, ..., Failed), which
@@ -64,7 +64,11 @@ class TfJobError(Exception):
 
 
 class JobNotFound(TfJobError, LookupError):
-    """No TensorFlowJob of that name in the namespace (or it was deleted while waited on)."""
+    """No job of that name in the namespace (or it was deleted while waited on)."""
+
+
+class AmbiguousJob(TfJobError, LookupError):
+    """A TensorFlowJob and a TFJob have that name: say which (`kind=`)."""
 
 
 class JobFailed(TfJobError):
@@ -90,8 +94,14 @@ def _seconds(value: float | str | None) -> float | None:
     return parse_duration(value) if isinstance(value, str) else value
 
 
+KindName = str | JobKind | None
+"""Which kind a method works on: `TensorFlowJob`, `TFJob` (any spelling kubectl accepts), or None:
+whichever kind has a job of that name (AmbiguousJob when both do)."""
+
+
 class TfJobClient:
-    """TensorFlowJobs in one default namespace (every method takes `namespace=` to use another)."""
+    """TensorFlowJobs and TFJobs in one default namespace (every method takes `namespace=` to use
+    another, and `kind=` where a name could be either kind's)."""
 
     def __init__(self, connection: Connection, namespace: str = "default") -> None:
         self.connection = connection
@@ -124,15 +134,17 @@ class TfJobClient:
     def _ns(self, namespace: str | None) -> str:
         return namespace or self.namespace
 
-    def path(self, name: str | None = None, *, namespace: str | None = None, all_namespaces: bool = False) -> str:
-        """The REST path of the job collection (or of one job)."""
-        return api_path(GROUP, VERSION, PLURAL, None if all_namespaces else self._ns(namespace), name)
+    def path(self, name: str | None = None, *, namespace: str | None = None, all_namespaces: bool = False,
+             kind: JobKind = TENSORFLOWJOB) -> str:
+        """The REST path of the job collection (or of one job) of a kind."""
+        return kind.path(None if all_namespaces else self._ns(namespace), name)
 
     # --- create ---------------------------------------------------------------------------------
 
     def job_body(self, job: Mapping[str, Any], *, namespace: str | None = None, name: str | None = None,
                  overrides: Iterable[str] | Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """The TensorFlowJob exactly as `create` sends it (`submit --dry-run` prints it); nothing is sent."""
+        """The job (TensorFlowJob or TFJob) exactly as `create` sends it (`submit --dry-run` prints it);
+        nothing is sent."""
         body = apply_overrides(jobs_from_documents([job], "job")[0], overrides or ())
         metadata = body.setdefault("metadata", {})
         if name:
@@ -145,14 +157,14 @@ class TfJobClient:
 
     def create(self, job: Mapping[str, Any], *, namespace: str | None = None, name: str | None = None,
                overrides: Iterable[str] | Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """Create a TensorFlowJob from a dict; return it as the server stored it.
+        """Create a job (a TensorFlowJob or a TFJob) from a dict; return it as the server stored it.
 
         `overrides` are `--set`-style changes (`{"worker.replicas": 8}` or `["worker.replicas=8"]`,
         paths relative to `spec`). `name` replaces the manifest's name (a manifest may also use
         `metadata.generateName`). The namespace is `namespace`, else the manifest's, else the client's.
         """
         body = self.job_body(job, namespace=namespace, name=name, overrides=overrides)
-        return self.connection.create(self.path(namespace=body["metadata"]["namespace"]), body)
+        return self.connection.create(kind_of(body).path(body["metadata"]["namespace"]), body)
 
     def companion_body(self, document: Mapping[str, Any], *, namespace: str | None = None,
                        default_namespace: str | None = None) -> dict[str, Any]:
@@ -211,35 +223,67 @@ class TfJobClient:
     @staticmethod
     def _single(jobs: list[dict[str, Any]], source: str) -> dict[str, Any]:
         if len(jobs) != 1:
-            raise ValueError(f"{source} holds {len(jobs)} TensorFlowJobs; create them one by one")
+            raise ValueError(f"{source} holds {len(jobs)} jobs; create them one by one")
         return jobs[0]
 
     # --- read -----------------------------------------------------------------------------------
 
-    def get(self, name: str, *, namespace: str | None = None) -> dict[str, Any]:
-        """The job; JobNotFound when there is none."""
-        try:
-            return self.connection.get(self.path(name, namespace=namespace))
-        except ApiError as error:
-            if error.not_found:
-                raise JobNotFound(f'tensorflowjobs.{GROUP} "{name}" not found in namespace '
-                                  f'{self._ns(namespace)}') from error
-            raise
+    def find(self, name: str, *, namespace: str | None = None, kind: KindName = None) -> tuple[JobKind, dict[str, Any]]:
+        """The job named `name` and its kind. Without `kind`, each kind is looked up: JobNotFound when
+        none has it, AmbiguousJob when both do. A kind the cluster does not serve (or this user may
+        not read) has no job then."""
+        ns = self._ns(namespace)
+        wanted = _kind(kind)
+        found: list[tuple[JobKind, dict[str, Any]]] = []
+        refused: list[ApiError] = []
+        for candidate in (wanted,) if wanted is not None else KINDS:
+            try:
+                found.append((candidate, self.connection.get(candidate.path(ns, name))))
+            except ApiError as error:
+                if not error.not_found:
+                    refused.append(error)
+        if len(found) > 1:
+            raise AmbiguousJob(f'a TensorFlowJob and a TFJob are both named "{name}" in namespace {ns}; '
+                               f"say which (kind=, --kind)")
+        if found:
+            return found[0]
+        if refused and (wanted is not None or len(refused) == len(KINDS)):
+            raise refused[0]
+        what = wanted.resource if wanted is not None else " or ".join(k.resource for k in KINDS)
+        raise JobNotFound(f'{what} "{name}" not found in namespace {ns}')
+
+    def get(self, name: str, *, namespace: str | None = None, kind: KindName = None) -> dict[str, Any]:
+        """The job, as stored; JobNotFound when there is none."""
+        return self.find(name, namespace=namespace, kind=kind)[1]
 
     def list(self, *, namespace: str | None = None, all_namespaces: bool = False,
-             label_selector: str | None = None) -> list[dict[str, Any]]:
-        """The jobs of the namespace (or of every namespace), by namespace and name."""
-        answer = self.connection.list(self.path(namespace=namespace, all_namespaces=all_namespaces),
-                                label_selector=label_selector)
-        items = answer.get("items") or []
-        for item in items:  # a List's items carry no kind
-            item.setdefault("apiVersion", f"{GROUP}/{VERSION}")
-            item.setdefault("kind", KIND)
-        return sorted(items, key=lambda j: (j["metadata"].get("namespace", ""), j["metadata"]["name"]))
+             label_selector: str | None = None, kind: KindName = None) -> list[dict[str, Any]]:
+        """The jobs of the namespace (or of every namespace), by namespace, name and kind: both kinds
+        unless `kind` says one (a kind the cluster does not serve, or this user may not list, is left out)."""
+        wanted = _kind(kind)
+        items: list[dict[str, Any]] = []
+        refused: list[ApiError] = []
+        for candidate in (wanted,) if wanted is not None else KINDS:
+            try:
+                answer = self.connection.list(self.path(namespace=namespace, all_namespaces=all_namespaces,
+                                                        kind=candidate), label_selector=label_selector)
+            except ApiError as error:
+                if wanted is not None or not (error.not_found or error.status == 403):
+                    raise
+                refused.append(error)
+                continue
+            for item in answer.get("items") or []:  # a List's items carry no kind
+                item.setdefault("apiVersion", candidate.api_version)
+                item.setdefault("kind", candidate.kind)
+                items.append(item)
+        if len(refused) == len(KINDS):
+            raise refused[0]
+        return sorted(items, key=lambda j: (j["metadata"].get("namespace", ""), j["metadata"]["name"], j["kind"]))
 
-    def state(self, name: str, *, namespace: str | None = None) -> str:
+    def state(self, name: str, *, namespace: str | None = None, kind: KindName = None) -> str:
         """The job's state: Created, Running, Restarting, Succeeded, Failed, Suspended ('' if unseen)."""
-        return job_state(self.get(name, namespace=namespace))
+        found, job = self.find(name, namespace=namespace, kind=kind)
+        return job_state(found.view(job))
 
     def pods(self, name: str, *, namespace: str | None = None, role: str | None = None,
              index: int | None = None) -> list[dict[str, Any]]:
@@ -248,12 +292,14 @@ class TfJobClient:
                                 label_selector=pod_selector(name, role, index))
         return sorted(answer.get("items") or [], key=lambda p: p["metadata"]["name"])
 
-    def events(self, name: str, *, namespace: str | None = None,
-               pods: Iterable[Mapping[str, Any]] | None = None) -> list[dict[str, Any]]:
+    def events(self, name: str, *, namespace: str | None = None, pods: Iterable[Mapping[str, Any]] | None = None,
+               kind: KindName = None) -> list[dict[str, Any]]:
         """Events of the job and of its pods (`pods`, else the current ones), oldest first."""
         ns = self._ns(namespace)
+        job_kind = _kind(kind) or self.find(name, namespace=ns)[0]
         path = api_path("", "v1", "events", ns)
-        found = self.connection.list(path, field_selector=f"involvedObject.kind={KIND},involvedObject.name={name}")
+        found = self.connection.list(path, field_selector=f"involvedObject.kind={job_kind.kind},"
+                                                          f"involvedObject.name={name}")
         events = list(found.get("items") or [])
         names = {p["metadata"]["name"] for p in (pods if pods is not None else self.pods(name, namespace=ns))}
         slot = re.compile(rf"^{re.escape(name)}-({'|'.join(ROLES)})-\d+$")  # pods gone by now too
@@ -267,7 +313,7 @@ class TfJobClient:
     def wait_for(self, name: str, state: str | Iterable[str] = conditions.SUCCEEDED, *,
                  success: str | None = None, failure: str | None = None, timeout: float | str | None = None,
                  on_progress: Callable[[Progress], None] | None = None, progress_interval: float = 1.0,
-                 namespace: str | None = None) -> dict[str, Any]:
+                 namespace: str | None = None, kind: KindName = None) -> dict[str, Any]:
         """Wait until the job is in `state` (one or several of STATES); return the job then.
 
         With `success` (an Argo-style condition such as `status.state == Succeeded`, see
@@ -284,33 +330,35 @@ class TfJobClient:
         checks = Conditions.parse(success, failure)
         limit = _seconds(timeout)
         ns = self._ns(namespace)
-        job = self.get(name, namespace=ns)  # fails fast: not found, forbidden, no CRD
+        job_kind, job = self.find(name, namespace=ns, kind=kind)  # fails fast: not found, forbidden, no CRD
+        what = f'{job_kind.kind.lower()} "{name}"'
         if on_progress is not None:
             self.pods(name, namespace=ns)  # and when the pods cannot be read
         started = time.monotonic()
         last: Progress | None = None
         last_shown = 0.0
-        with JobWatch(self.connection, ns, name, pods=on_progress is not None).start() as watch:
+        with JobWatch(self.connection, ns, name, pods=on_progress is not None, kind=job_kind).start() as watch:
             while True:
                 seen = watch.job()
                 if seen is None:
-                    raise JobNotFound(f'tensorflowjobs.{GROUP} "{name}" was deleted while waiting for it')
+                    raise JobNotFound(f'{job_kind.resource} "{name}" was deleted while waiting for it')
                 job = seen
+                model = job_kind.view(job)
                 waited = time.monotonic() - started
                 if on_progress is not None:
-                    current = progress(job, watch.pods(), waited)
+                    current = progress(model, watch.pods(), waited)
                     if not current.same_as(last) or waited - last_shown >= progress_interval:
                         on_progress(current)
                         last, last_shown = current, waited
-                verdict = _verdict(job, wanted, checks, success is not None)
+                verdict = _verdict(job, model, wanted, checks, success is not None)
                 if verdict == "reached":
                     return job
                 if verdict is not None:
-                    raise JobFailed(f'tensorflowjob "{name}" {verdict}', job, verdict)
+                    raise JobFailed(f"{what} {verdict}", model, verdict)
                 if limit is not None and waited >= limit:
                     goal = success or " or ".join(wanted)
-                    raise WaitTimeout(f'timed out after {limit:g}s waiting for tensorflowjob "{name}" to be '
-                                      f'{goal} (it is {job_state(job) or "not started"})', job)
+                    raise WaitTimeout(f"timed out after {limit:g}s waiting for {what} to be "
+                                      f'{goal} (it is {job_state(model) or "not started"})', job)
                 version = watch.version
                 pause = None if limit is None else max(limit - waited, 0.0)
                 if on_progress is not None:
@@ -322,7 +370,7 @@ class TfJobClient:
     def logs(self, name: str, *, follow: bool = False, role: str | None = None, index: int | None = None,
              container: str | None = None, all_containers: bool = False, since: float | str | None = None,
              tail: int | None = None, on_error: ErrorSink | None = None, timeout: float | str | None = None,
-             namespace: str | None = None) -> Iterator[LogLine]:
+             namespace: str | None = None, kind: KindName = None) -> Iterator[LogLine]:
         """The lines of the job's pods (the TensorFlow container unless `container` / `all_containers`),
         each with its slot as `prefix` (`worker-1`).
 
@@ -334,7 +382,7 @@ class TfJobClient:
         `on_error` receives a message for a log that cannot be read (e.g. a container not started).
         """
         ns = self._ns(namespace)
-        self.get(name, namespace=ns)
+        job_kind = self.find(name, namespace=ns, kind=kind)[0]
         pods = self.pods(name, namespace=ns, role=role, index=index)  # fails fast when pods cannot be read
         since_seconds = None if since is None else max(1, math.ceil(_seconds(since) or 0))
         if not follow:
@@ -343,7 +391,7 @@ class TfJobClient:
             return
         with LogFollower(self.connection, ns, name, role=role, index=index, container=container,
                          all_containers=all_containers, since_seconds=since_seconds, tail_lines=tail,
-                         on_error=on_error) as follower:
+                         on_error=on_error, kind=job_kind) as follower:
             # With `timeout`, following stops then, whatever the job does (the iteration just ends).
             limit = None if timeout is None else _seconds(timeout)
             timer = threading.Timer(limit, follower.close) if limit is not None else None
@@ -358,45 +406,55 @@ class TfJobClient:
 
     # --- change ---------------------------------------------------------------------------------
 
-    def scale(self, name: str, replicas: int, *, role: str = "worker", namespace: str | None = None) -> dict[str, Any]:
+    def scale(self, name: str, replicas: int, *, role: str = "worker", namespace: str | None = None,
+              kind: KindName = None) -> dict[str, Any]:
         """Set the replicas of one role (default: worker); return the job as stored."""
         if replicas < 0:
             raise ValueError("replicas must be 0 or more")
-        job = self.get(name, namespace=namespace)
-        if role not in roles(job):
-            have = ", ".join(roles(job)) or "none"
-            raise ValueError(f'tensorflowjob "{name}" has no {role} role to scale (it has: {have})')
-        return self.connection.patch(self.path(name, namespace=namespace), {"spec": {role: {"replicas": replicas}}})
+        job_kind, job = self.find(name, namespace=namespace, kind=kind)
+        have = roles(job_kind.view(job))
+        if role not in have:
+            raise ValueError(f'{job_kind.kind.lower()} "{name}" has no {role} role to scale '
+                             f'(it has: {", ".join(have) or "none"})')
+        return self.connection.patch(self.path(name, namespace=namespace, kind=job_kind),
+                                     job_kind.scale_patch(job, role, replicas))
 
     def delete(self, name: str, *, namespace: str | None = None, wait: bool = False,
-               timeout: float | str | None = 60.0) -> None:
+               timeout: float | str | None = 60.0, kind: KindName = None) -> None:
         """Delete the job (its pods and Service go by garbage collection); with `wait`, return once
         it is gone (WaitTimeout after `timeout`)."""
         ns = self._ns(namespace)
+        job_kind = _kind(kind) or self.find(name, namespace=ns)[0]
         try:
-            self.connection.delete(self.path(name, namespace=ns), propagation="Background")
+            self.connection.delete(job_kind.path(ns, name), propagation="Background")
         except ApiError as error:
             if error.not_found:
-                raise JobNotFound(f'tensorflowjobs.{GROUP} "{name}" not found in namespace {ns}') from error
+                raise JobNotFound(f'{job_kind.resource} "{name}" not found in namespace {ns}') from error
             raise
         if wait:
             limit = _seconds(timeout)
-            with JobWatch(self.connection, ns, name, pods=False).start() as watch:
+            with JobWatch(self.connection, ns, name, pods=False, kind=job_kind).start() as watch:
                 if watch.wait(lambda: watch.job() is None, limit) is None:
-                    raise WaitTimeout(f'timed out after {limit:g}s waiting for tensorflowjob "{name}" to be deleted',
-                                      watch.job())
+                    raise WaitTimeout(f'timed out after {limit:g}s waiting for {job_kind.kind.lower()} "{name}" '
+                                      "to be deleted", watch.job())
 
 
-def _verdict(job: Mapping[str, Any], wanted: tuple[str, ...], checks: Conditions, by_condition: bool) -> str | None:
-    """'reached', a reason the wait failed, or None to keep waiting."""
+def _kind(kind: KindName) -> JobKind | None:
+    return kind_named(kind) if isinstance(kind, str) else kind
+
+
+def _verdict(job: Mapping[str, Any], model: Mapping[str, Any], wanted: tuple[str, ...], checks: Conditions,
+             by_condition: bool) -> str | None:
+    """'reached', a reason the wait failed, or None to keep waiting. Argo-style conditions read the
+    job as stored; states read it as the job model (a TFJob's state from Kubeflow's conditions)."""
     failed = checks.failed(job)
     if failed is not None:
         return f"matched the failure condition {failed}"
-    if (checks.succeeded(job) if by_condition else job_state(job) in wanted):
+    if (checks.succeeded(job) if by_condition else job_state(model) in wanted):
         return "reached"
-    current = job_state(job)
+    current = job_state(model)
     if current in FINISHED_STATES:
-        detail = state_detail(job)
+        detail = state_detail(model)
         return f"ended {current}" + (f" ({detail})" if detail else "")
     return None
 

@@ -30,6 +30,7 @@ from tfjob_api.names import JOB_NAME_LABEL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LA
 from tfjobs.connection import Connection
 from tfjobs.errors import ApiError
 from tfjobs.jobview import container_names, is_finished, slot_name, tf_container
+from tfjobs.kinds import TENSORFLOWJOB, JobKind
 from tfjobs.watching import JobWatch
 
 __all__ = ["LogFollower", "LogLine", "format_line", "merge", "pod_selector", "read_logs", "split_timestamp",
@@ -319,7 +320,7 @@ class LogFollower:
     def __init__(self, connection: Connection, namespace: str, job: str, *, role: str | None = None,
                  index: int | None = None, container: str | None = None, all_containers: bool = False,
                  since_seconds: int | None = None, tail_lines: int | None = None, on_error: ErrorSink | None = None,
-                 drain: float = DRAIN_SECONDS, sync_timeout: float = 60.0) -> None:
+                 drain: float = DRAIN_SECONDS, sync_timeout: float = 60.0, kind: JobKind = TENSORFLOWJOB) -> None:
         self.connection = connection
         self.namespace = namespace
         self.job = job
@@ -334,7 +335,7 @@ class LogFollower:
         self._done: set[tuple[str, str]] = set()
         self._initial: set[str] = set()
         self._closed = False
-        self._watch = JobWatch(connection, namespace, job, on_pod=lambda *_: self._queue.put(_CHANGED),
+        self._watch = JobWatch(connection, namespace, job, kind=kind, on_pod=lambda *_: self._queue.put(_CHANGED),
                                on_job=lambda: self._queue.put(_CHANGED))
         self._watch.start(sync_timeout)
         self._initial = {podstate.uid(p) for p in self._watch.pods()}
@@ -386,7 +387,7 @@ class LogFollower:
 
     def _reconcile(self) -> bool:
         """Start and finish readers to match the pods; True when there is nothing more to read."""
-        job = self._watch.job()
+        job = self._watch.model()
         pods = [p for p in self._watch.pods() if matches(p, self.role, self.index)]
         present = set()
         for pod in pods:

@@ -21,8 +21,8 @@ from typing import Any
 
 import yaml
 
+from tfjob_api import kubeflow, names
 from tfjob_api.documents import InputError, describe, is_companion, load_documents, parse_documents
-from tfjob_api.names import API_VERSION, KIND
 
 __all__ = ["COMPANION_PLURALS", "InputError", "Manifest", "apply_overrides", "companion_plural", "jobs_from_documents",
            "load_manifest", "manifest_from_documents", "manifest_from_yaml", "parse_override", "set_path"]
@@ -39,13 +39,17 @@ class Manifest:
     companions: list[dict[str, Any]] = field(default_factory=list)
 
 
+# The job kinds the tools create: this project's, and Kubeflow's TFJob (served with manifests/kubeflow/).
+JOB_KINDS = {(names.API_VERSION, names.KIND), (kubeflow.API_VERSION, kubeflow.KIND)}
+
+
 def _job(doc: Any, position: int, source: str) -> dict[str, Any]:
-    """A deep copy of a TensorFlowJob document; InputError naming it when it is something else."""
+    """A deep copy of a TensorFlowJob or TFJob document; InputError naming it when it is something else."""
     if not isinstance(doc, Mapping):
         raise InputError(f"{source}: {describe(doc, position)} is not a mapping")
-    if doc.get("kind") != KIND or doc.get("apiVersion") != API_VERSION:
+    if (doc.get("apiVersion"), doc.get("kind")) not in JOB_KINDS:
         raise InputError(f"{source}: {describe(doc, position)} is a {doc.get('apiVersion')}/{doc.get('kind')}, "
-                         f"not a {API_VERSION}/{KIND}")
+                         f"not a {names.API_VERSION}/{names.KIND} or {kubeflow.API_VERSION}/{kubeflow.KIND}")
     return copy.deepcopy(dict(doc))
 
 

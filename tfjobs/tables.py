@@ -37,8 +37,13 @@ def _active(job: Mapping[str, Any], role: str) -> str:
 
 def job_rows(jobs: Iterable[Mapping[str, Any]], *, wide: bool = False, all_namespaces: bool = False,
              now: datetime | None = None) -> tuple[list[str], list[list[str]]]:
-    """Headers and rows of `get`: NAME, STATE, WORKERS, PS, RESTARTS, AGE (+ STARTED, COMPLETED)."""
+    """Headers and rows of `get`: NAME, STATE, WORKERS, PS, RESTARTS, AGE (+ STARTED, COMPLETED), of
+    jobs read as the job model; a KIND column after NAME when both kinds are listed."""
+    jobs = list(jobs)
+    mixed = len({job.get("kind") for job in jobs}) > 1
     headers = ["NAME", "STATE", "WORKERS", "PS", "RESTARTS", "AGE"]
+    if mixed:
+        headers.insert(1, "KIND")
     if all_namespaces:
         headers.insert(0, "NAMESPACE")
     if wide:
@@ -48,6 +53,8 @@ def job_rows(jobs: Iterable[Mapping[str, Any]], *, wide: bool = False, all_names
         metadata, status = job.get("metadata") or {}, job.get("status") or {}
         row = [metadata.get("name", ""), job_state(job) or "<none>", _active(job, "worker"), _active(job, "ps"),
                str(status.get("restartCount", 0)), age_since(metadata.get("creationTimestamp"), now)]
+        if mixed:
+            row.insert(1, str(job.get("kind") or ""))
         if all_namespaces:
             row.insert(0, metadata.get("namespace", ""))
         if wide:

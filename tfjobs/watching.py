@@ -15,9 +15,10 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from tfjob_api.names import GROUP, JOB_NAME_LABEL, PLURAL, VERSION
+from tfjob_api.names import JOB_NAME_LABEL
 from tfjobs.connection import Connection, Events, api_path
 from tfjobs.errors import ApiError
+from tfjobs.kinds import TENSORFLOWJOB, JobKind
 
 __all__ = ["JobWatch", "PodEvent"]
 
@@ -114,15 +115,17 @@ class JobWatch:
     """Mirrors of one job and (with `pods`) its pods; `wait(predicate)` wakes on every event."""
 
     def __init__(self, connection: Connection, namespace: str, name: str, *, pods: bool = True,
-                 on_pod: PodEvent | None = None, on_job: Callable[[], None] | None = None) -> None:
+                 on_pod: PodEvent | None = None, on_job: Callable[[], None] | None = None,
+                 kind: JobKind = TENSORFLOWJOB) -> None:
         self.namespace = namespace
         self.name = name
         self._cond = threading.Condition()
         self._version = 0
         self._on_pod = on_pod
         self._on_job = on_job
-        self._job = _Mirror(connection, api_path(GROUP, VERSION, PLURAL, namespace),
-                            f"tensorflowjob {namespace}/{name}", lambda *_: self._job_event(),
+        self.kind = kind
+        self._job = _Mirror(connection, kind.path(namespace), f"{kind.kind.lower()} {namespace}/{name}",
+                            lambda *_: self._job_event(),
                             field_selector=f"metadata.name={name}")
         self._pods: _Mirror | None = None
         if pods:
@@ -157,8 +160,13 @@ class JobWatch:
     # --- reads ----------------------------------------------------------------------------------
 
     def job(self) -> dict[str, Any] | None:
-        """The job as last seen, or None when it does not exist (any more)."""
+        """The job as last seen (as stored), or None when it does not exist (any more)."""
         return self._job.get(self.name)
+
+    def model(self) -> dict[str, Any] | None:
+        """The job as last seen, read as the job model (`JobKind.view`), or None."""
+        job = self.job()
+        return None if job is None else self.kind.view(job)
 
     def pods(self) -> list[dict[str, Any]]:
         """The job's pods as last seen, by name."""

@@ -74,6 +74,9 @@ class CrdScheme:
             self.cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(KUBEFLOW_TENSORFLOWJOB_CRD),
                                  "-f", str(TFJOB_CRD))
             wait_for(lambda: crd_condition(self.api, TFJOB_CRD_NAME, "Established"), 60, "the TFJob CRD")
+            # Established comes before the API server serves the kind (a 404 "page not found" for a
+            # moment): a test's first request must not race that.
+            wait_for(lambda: self.serves("tfjobs"), 60, "the API server to serve TFJobs")
         else:
             self.to_default()
         shutil.rmtree(pathlib.Path(self.cluster.dir) / "kubectl-cache", ignore_errors=True)
@@ -90,6 +93,17 @@ class CrdScheme:
         wait_for(lambda: not self.served(TFJOB_CRD_NAME), 120, "the TFJob CRD to be gone")
         self.cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRD))
         wait_for(lambda: "tfjob" in self.short_names(), 60, "the TensorFlowJob CRD to accept its short name")
+        wait_for(lambda: self.serves("tensorflowjobs"), 60, "the API server to serve TensorFlowJobs")
+
+    def serves(self, plural: str) -> bool:
+        """Whether the API server answers a list of the kind (not only that its CRD exists)."""
+        try:
+            self.api.list(resource_path("kubeflow.org", "v1", plural), limit=1)
+        except ApiError as error:
+            if error.not_found:
+                return False
+            raise
+        return True
 
     def served(self, name: str) -> bool:
         try:

@@ -27,9 +27,12 @@ import yaml
 
 from kube import Kube, resource_path
 from tests.support.jobs import DEVCLUSTER_IMAGE, SIM_EXIT_AFTER, SIM_EXIT_CODE, container, role
+from tests.support.kinds import both_kinds
 from tests.support.polling import wait_for
 from tfjobs import JobFailed, Progress, TfJobClient, WaitTimeout
 from tfjobs.selectors import Conditions
+
+from .conftest import TfJobs
 
 ROOT = Path(__file__).resolve().parents[3]
 PIPELINES = ROOT / "manifests" / "examples" / "pipelines"
@@ -137,6 +140,7 @@ def test_logs_follow_prefixes_every_pod_and_carries_on_across_a_recreated_pod(tf
     assert "[chief-0] simulated container 'tensorflow' exited with code 0 (Completed)" in follow.lines
 
 
+@both_kinds
 def test_logs_without_follow_prints_every_pods_lines_in_time_order(tfjobs: Any, plugin: Plugin) -> None:
     tfjobs.create("once", worker=tfjobs.role(2, annotations={"sim.tensorflowjob.kubeflow.org/log": "epoch 1"}))
     tfjobs.wait_pods("once", 2)
@@ -148,22 +152,24 @@ def test_logs_without_follow_prints_every_pods_lines_in_time_order(tfjobs: Any, 
     assert plugin("logs", "once", "--role", "worker", "--index", "1", "--tail", "1").stdout == "[worker-1] epoch 1\n"
 
 
-def test_wait_exits_0_when_the_job_succeeds(tfjobs: Any, plugin: Plugin) -> None:
+@both_kinds
+def test_wait_exits_0_when_the_job_succeeds(tfjobs: Any, plugin: Plugin, job_kind: str) -> None:
     tfjobs.create("fine", worker=tfjobs.role(1, exit_code=0, exit_after="1s"))
 
     done = plugin("wait", "fine", "--timeout", "90s")
 
-    assert (done.returncode, done.stdout) == (0, "tensorflowjob.kubeflow.org/fine condition met\n")
+    assert (done.returncode, done.stdout) == (0, f"{job_kind.lower()}.kubeflow.org/fine condition met\n")
     assert "fine  Succeeded" in done.stderr  # the last progress line
 
 
-def test_wait_exits_1_when_the_job_fails(tfjobs: Any, plugin: Plugin) -> None:
+@both_kinds
+def test_wait_exits_1_when_the_job_fails(tfjobs: Any, plugin: Plugin, job_kind: str) -> None:
     tfjobs.create("broken", worker=tfjobs.role(1, policy="Never", exit_code=1, exit_after="1s"))
 
     done = plugin("wait", "broken", "--timeout", "90s")
 
     assert done.returncode == 1
-    assert 'error: tensorflowjob "broken" ended Failed (ReplicaFailed' in done.stderr
+    assert f'error: {job_kind.lower()} "broken" ended Failed (ReplicaFailed' in done.stderr
 
 
 def test_wait_exits_2_when_it_times_out(tfjobs: Any, plugin: Plugin) -> None:
@@ -184,6 +190,7 @@ def test_wait_for_running_exits_0_once_every_pod_runs(tfjobs: Any, plugin: Plugi
     assert tfjobs.status("starts")["state"] == "Running"
 
 
+@both_kinds
 def test_describe_names_the_missing_pvc_of_a_pending_pod(tfjobs: Any, plugin: Plugin) -> None:
     with_volume = container(DEVCLUSTER_IMAGE, volumeMounts=[{"name": "data", "mountPath": "/data"}])
     tfjobs.create("needs-data", worker=role(1, containers=[with_volume], volumes=[
@@ -246,15 +253,34 @@ def test_submit_with_logs_streams_the_run_and_exits_with_its_outcome(tfjobs: Any
     assert lines[-1] == "tensorflowjob.kubeflow.org/attempt-2 condition met"
 
 
-def test_scale_and_delete_change_the_job(tfjobs: Any, plugin: Plugin) -> None:
+@both_kinds
+def test_scale_and_delete_change_the_job(tfjobs: Any, plugin: Plugin, job_kind: str) -> None:
     tfjobs.create("resize", worker=tfjobs.role(1))
 
-    assert plugin("scale", "resize", "--replicas", "2").stdout == "tensorflowjob.kubeflow.org/resize scaled\n"
-    assert tfjobs.get("resize")["spec"]["worker"]["replicas"] == 2
+    assert plugin("scale", "resize", "--replicas", "2").stdout == f"{job_kind.lower()}.kubeflow.org/resize scaled\n"
+    assert wait_for(lambda: len(tfjobs.pods("resize")) == 2, 60, "the second worker")  # the operator read the new spec
 
     deleted = plugin("delete", "resize")
-    assert (deleted.returncode, deleted.stdout) == (0, 'tensorflowjob.kubeflow.org "resize" deleted\n')
+    assert (deleted.returncode, deleted.stdout) == (0, f'{job_kind.lower()}.kubeflow.org "resize" deleted\n')
     assert tfjobs.get("resize") is None
+
+
+def test_get_lists_both_kinds_and_a_shared_name_needs_its_kind(kubeflow_tfjobs: Any) -> None:
+    plugin = Plugin(kubeflow_tfjobs)  # (the plugin fixture's `tfjobs` would set the cluster back to one kind)
+    tensorflowjobs = TfJobs(kubeflow_tfjobs.api, kubeflow_tfjobs.namespace, kubeflow_tfjobs.cluster)
+    tensorflowjobs.create("twin", worker=tensorflowjobs.role(1))
+    kubeflow_tfjobs.create("twin", worker=kubeflow_tfjobs.role(2))
+    kubeflow_tfjobs.create("solo", worker=kubeflow_tfjobs.role(1))
+
+    listed = plugin("get").stdout.splitlines()
+    ambiguous = plugin("get", "twin")
+    chosen = plugin("get", "twin", "--kind", "TFJob", "-o", "name")
+
+    assert listed[0].split()[:3] == ["NAME", "KIND", "STATE"]
+    assert [line.split()[:2] for line in listed[1:]] == [["solo", "TFJob"], ["twin", "TFJob"], ["twin", "TensorFlowJob"]]
+    assert ambiguous.returncode == 1 and "both named \"twin\"" in ambiguous.stderr and "--kind" in ambiguous.stderr
+    assert chosen.stdout == "tfjob.kubeflow.org/twin\n"
+    assert plugin("get", "solo", "-o", "name").stdout == "tfjob.kubeflow.org/solo\n"
 
 
 def test_kubectl_finds_the_plugin_and_runs_it(tfjobs: Any, plugin: Plugin) -> None:
@@ -292,6 +318,7 @@ def test_client_creates_from_yaml_with_overrides_and_waits_until_running(tfjobs:
     assert [p["metadata"]["name"] for p in client.pods(name)] == [f"{name}-worker-0", f"{name}-worker-1"]
 
 
+@both_kinds
 def test_client_follows_logs_across_a_recreated_pod_until_the_job_ends(tfjobs: Any, api: Kube,
                                                                        client: TfJobClient) -> None:
     tfjobs.create("notebook", chief=tfjobs.role(1), worker=tfjobs.role(1))
@@ -313,6 +340,7 @@ def test_client_follows_logs_across_a_recreated_pod_until_the_job_ends(tfjobs: A
     assert client.state("notebook") == "Succeeded"
 
 
+@both_kinds
 def test_client_wait_for_raises_job_failed_when_the_job_fails(tfjobs: Any, client: TfJobClient) -> None:
     tfjobs.create("doomed", worker=tfjobs.role(1, policy="Never", exit_code=2, exit_after="1s"))
 

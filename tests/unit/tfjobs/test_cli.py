@@ -18,6 +18,7 @@ from tests.support.jobs import make_job, pods_for
 from tfjobs import cli
 from tfjobs.client import JobFailed, JobNotFound, TfJobClient, WaitTimeout
 from tfjobs.errors import ApiError
+from tfjobs.kinds import TENSORFLOWJOB
 from tfjobs.progress import progress
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "manifests" / "examples" / "allreduce.yaml"
@@ -29,6 +30,9 @@ class Run:
     def __init__(self, mocker: MockerFixture, tty: bool = False) -> None:
         self.client = MagicMock()
         self.client.namespace = "default"
+        # A name's kind is found through get's stub (a TensorFlowJob unless a test says otherwise).
+        self.client.find.side_effect = lambda name, **options: (TENSORFLOWJOB, self.client.get(name, **options))
+        self.client.scale.side_effect = lambda name, replicas, **options: job_named(name)
         self.connect = mocker.patch.object(cli.TfJobClient, "connect", return_value=self.client)
         self.tty = tty
 
@@ -179,7 +183,7 @@ def test_scale_sets_the_replicas_of_the_role_given(run: Run) -> None:
     status, out, _ = run("scale", "mnist", "--replicas", "8", "--role", "ps")
 
     assert status == 0 and out == "tensorflowjob.kubeflow.org/mnist scaled\n"
-    run.client.scale.assert_called_once_with("mnist", 8, role="ps")
+    run.client.scale.assert_called_once_with("mnist", 8, role="ps", kind=None)
 
 
 def test_delete_waits_by_default_and_not_with_wait_false(run: Run) -> None:

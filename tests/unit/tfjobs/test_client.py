@@ -9,7 +9,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from unittest.mock import MagicMock
+from unittest.mock import DEFAULT, MagicMock
 
 import pytest
 import yaml
@@ -34,9 +34,16 @@ def in_state(state: str, reason: str = "", message: str = "") -> dict[str, Any]:
 
 @pytest.fixture
 def kube() -> MagicMock:
+    """A connection whose cluster has TensorFlowJobs only: a TFJob is never found."""
     mock = MagicMock()
     mock.create.side_effect = lambda path, body: body
     mock.patch.side_effect = lambda path, body: body
+
+    def get(path: str, **query: Any) -> Any:
+        if "/tfjobs/" in path:
+            raise ApiError(404, "NotFound", "tfjobs.kubeflow.org not found")
+        return DEFAULT  # the return_value a test set
+    mock.get.side_effect = get
     return mock
 
 
@@ -45,24 +52,26 @@ def test_the_states_are_the_operators() -> None:
 
 
 def test_a_job_in_the_awaited_state_is_reached() -> None:
-    assert _verdict(in_state("Running"), ("Running",), NO_CONDITIONS, False) == "reached"
-    assert _verdict(in_state("Created"), ("Running",), NO_CONDITIONS, False) is None
+    assert _verdict(in_state("Running"), in_state("Running"), ("Running",), NO_CONDITIONS, False) == "reached"
+    assert _verdict(in_state("Created"), in_state("Created"), ("Running",), NO_CONDITIONS, False) is None
 
 
 def test_a_job_that_ended_otherwise_fails_the_wait_with_its_reason() -> None:
     failed = in_state("Failed", "BackoffLimitExceeded", "restarted 7 times")
 
-    assert _verdict(failed, ("Succeeded",), NO_CONDITIONS, False) == \
+    assert _verdict(failed, failed, ("Succeeded",), NO_CONDITIONS, False) == \
         "ended Failed (BackoffLimitExceeded: restarted 7 times)"
-    assert _verdict(in_state("Succeeded"), ("Running",), NO_CONDITIONS, False) == "ended Succeeded"
+    assert _verdict(in_state("Succeeded"), in_state("Succeeded"), ("Running",), NO_CONDITIONS, False) == \
+        "ended Succeeded"
 
 
 def test_argo_style_conditions_decide_when_given() -> None:
     checks = Conditions.parse("status.state == Running", "status.restartCount > 2")
 
-    assert _verdict(in_state("Running"), ("Succeeded",), checks, True) == "reached"
+    assert _verdict(in_state("Running"), in_state("Running"), ("Succeeded",), checks, True) == "reached"
     restarted = {"status": {"state": "Running", "restartCount": 3}}
-    assert _verdict(restarted, ("Succeeded",), checks, True) == "matched the failure condition status.restartCount>2"
+    assert _verdict(restarted, restarted, ("Succeeded",), checks, True) == \
+        "matched the failure condition status.restartCount>2"
 
 
 def test_create_sends_the_manifest_with_overrides_name_and_namespace(kube: MagicMock) -> None:
@@ -97,7 +106,7 @@ def test_create_from_yaml_needs_exactly_one_job(kube: MagicMock) -> None:
     text = "apiVersion: kubeflow.org/v1\nkind: TensorFlowJob\nmetadata: {generateName: m-}\nspec: {}\n"
 
     TfJobClient(kube).create_from_yaml(text)
-    with pytest.raises(ValueError, match="holds 2 TensorFlowJobs"):
+    with pytest.raises(ValueError, match="holds 2 jobs"):
         TfJobClient(kube).create_from_yaml(text + "---\n" + text)
     assert kube.create.call_count == 1
 
@@ -260,6 +269,6 @@ def test_a_job_that_cannot_be_created_creates_no_companion_first(kube: MagicMock
 
 
 def test_create_from_yaml_still_needs_exactly_one_job_beside_its_companions(kube: MagicMock) -> None:
-    with pytest.raises(ValueError, match="holds 2 TensorFlowJobs"):
+    with pytest.raises(ValueError, match="holds 2 jobs"):
         TfJobClient(kube).create_from_yaml(yaml.safe_dump_all([CONFIG_MAP, JOB, JOB]))
     assert kube.method_calls == []

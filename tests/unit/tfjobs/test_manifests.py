@@ -70,9 +70,16 @@ def test_a_file_may_hold_a_list_of_jobs(tmp_path: Path) -> None:
     assert [j["metadata"]["name"] for j in load_manifest(str(path)).jobs] == ["a"]
 
 
-def test_a_document_that_is_not_a_tensorflowjob_is_named_in_the_error() -> None:
-    with pytest.raises(InputError, match=r"TFJob x is a kubeflow\.org/v1/TFJob, not a kubeflow\.org/v1/TensorFlowJob"):
-        manifest_from_yaml("apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata: {name: x}\n")
+def test_a_document_that_is_no_job_of_either_kind_is_named_in_the_error() -> None:
+    with pytest.raises(InputError, match=r"PyTorchJob x is a kubeflow\.org/v1/PyTorchJob, not a kubeflow\.org/v1/"
+                                         r"TensorFlowJob or kubeflow\.org/v1/TFJob"):
+        manifest_from_yaml("apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: x}\n")
+
+
+def test_a_tfjob_document_is_a_job() -> None:
+    manifest = manifest_from_yaml("apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata: {name: x}\n")
+
+    assert [job["kind"] for job in manifest.jobs] == ["TFJob"]
 
 
 def test_a_mistyped_job_kind_is_a_bad_job_not_a_companion() -> None:
