@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install binaries real-node-deps real-binaries images helm prometheus test test-real test-helm unit lint run bench chaos clean tf-heartbeat
+.PHONY: install binaries real-node-deps real-binaries images helm argo prometheus test test-real test-tools unit lint run bench chaos clean tf-heartbeat
 
 # Two distributions from this repository: the operator (.) and the user tools it builds on (client/).
 $(VENV)/.installed: setup.cfg pyproject.toml client/setup.cfg
@@ -37,24 +37,28 @@ lint: install
 	$(BIN)/mypy
 
 unit: install
-	$(BIN)/pytest tests/unit -m "not helm"
+	$(BIN)/pytest tests/unit -m "not tools"
 
 # The whole suite: lint, unit tests, integration tests against a local control plane that the test
 # session starts and stops itself (binaries built or reused from the cache), and the real-node
 # scenarios marked real_ci (real containers on a real node; the rest: `make test-real`).
-# Helm's tests are not part of it: Helm is built from its Go module (about 9 cold minutes, which a
-# cold `make test` cannot afford on two cores); `make test-helm` runs them. Prometheus and promtool
-# (Debian's package, seconds) are, for the alert rules and the dashboard.
+# The tests of Helm and Argo's CLI are not part of it: both are built from their Go modules (about 9
+# and 7 cold minutes on two idle cores, which a cold `make test` cannot afford); `make test-tools`
+# runs them. Prometheus and promtool (Debian's package, seconds) are, for the alert rules and the
+# dashboard; so is the real kfp SDK (its own venv, under two minutes) for the pipeline example.
 test: install binaries real-node-deps real-binaries images prometheus lint
-	$(BIN)/pytest tests -m "(not real or real_ci) and not helm"
+	$(BIN)/pytest tests -m "(not real or real_ci) and not tools"
 
-# The Helm chart: lint, template, and its drift against the kustomize install; install and upgrade
-# on the local cluster.
-test-helm: install binaries helm
-	$(BIN)/pytest tests -m helm
+# The Helm chart (lint, template, its drift against the kustomize install, install and upgrade on the
+# local cluster) and the Argo example under Argo's own offline lint.
+test-tools: install binaries helm argo
+	$(BIN)/pytest tests -m tools
 
 helm:
 	bash devcluster/build-helm.sh
+
+argo:
+	nice -n 19 bash hack/build-argo.sh
 
 prometheus:
 	bash devcluster/install-prometheus.sh

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-pytestmark = pytest.mark.helm  # Helm is built from its Go module: `make test-helm`
+pytestmark = pytest.mark.tools  # Helm is built from its Go module: `make test-tools`
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "manifests"

@@ -20,6 +20,8 @@ WORKFLOW = ROOT / "manifests" / "examples" / "pipelines" / "argo-workflow.yaml"
 BUILD = ROOT / "hack" / "build-argo.sh"
 OUTPUT_REFERENCE = "{{steps.train.outputs.parameters.job}}"
 
+pytestmark = pytest.mark.tools  # Argo's CLI is built from its Go module: `make test-tools`
+
 
 @pytest.fixture(scope="session")
 def argo() -> pathlib.Path:

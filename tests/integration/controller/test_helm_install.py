@@ -26,7 +26,7 @@ from tests.support.polling import wait_for
 
 from .conftest import ROOT
 
-pytestmark = pytest.mark.helm  # Helm is built from its Go module: `make test-helm`
+pytestmark = pytest.mark.tools  # Helm is built from its Go module: `make test-tools`
 
 CHART = ROOT / "manifests" / "helm" / "tfjob-operator"
 RELEASE = "tfjob-operator"
