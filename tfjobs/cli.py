@@ -53,7 +53,6 @@ EXIT_TIMEOUT = 2  # wait: timed out
 EXIT_INTERRUPTED = 130
 
 
-
 def resource(kind: JobKind) -> str:
     """How kubectl names a kind in its messages: `tensorflowjob.kubeflow.org`, `tfjob.kubeflow.org`."""
     return f"{kind.kind.lower()}.{kind.group}"

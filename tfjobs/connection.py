@@ -64,16 +64,25 @@ class Lines:
     """The lines of one streamed response (str, without the newline), closable from another thread.
 
     Iterating ends when the server ends the response or after `close()`; a broken connection raises
-    `ApiError` (status 0). Used as a context manager, it closes on exit."""
+    `ApiError` (status 0). `close()` from another thread shuts the connection down so a blocked read
+    returns at once (urllib3 2.3 and later; with an older urllib3 the read ends with the next bytes),
+    and the iterating thread then gives the connection back. Used as a context manager, it closes on exit."""
 
     def __init__(self, response: Any) -> None:
         self._response = response
         self._closed = threading.Event()
+        self._lock = threading.Lock()
+        self._reading = False
+        self._released = False
 
     def __iter__(self) -> Iterator[str]:
+        with self._lock:
+            self._reading = True
         pending = b""
         try:
             for chunk in self._response.stream(amt=None, decode_content=True):
+                if self._closed.is_set():
+                    return
                 pending += chunk
                 *lines, pending = pending.split(b"\n")
                 for line in lines:
@@ -84,7 +93,10 @@ class Lines:
             if not self._closed.is_set():  # after close() a shut-down socket is a normal end
                 raise ApiError.unreachable(exc) from exc
         finally:
-            self.close()
+            with self._lock:
+                self._reading = False
+            self._closed.set()
+            self._release()
 
     def __enter__(self) -> Self:
         return self
@@ -101,10 +113,23 @@ class Lines:
         if self._closed.is_set():
             return
         self._closed.set()
-        for end in (getattr(self._response, "shutdown", None), self._response.release_conn):
-            if end is not None:
-                with contextlib.suppress(Exception):
-                    end()
+        shutdown = getattr(self._response, "shutdown", None)
+        if shutdown is not None:
+            with contextlib.suppress(Exception):
+                shutdown()
+        with self._lock:
+            reading = self._reading
+        if not reading:  # else the iterating thread gives the connection back when its read returns
+            self._release()
+
+    def _release(self) -> None:
+        with self._lock:
+            if self._released:
+                return
+            self._released = True
+        for end in ("close", "release_conn"):
+            with contextlib.suppress(Exception):
+                getattr(self._response, end)()
 
 
 class Events(Lines):

@@ -35,6 +35,9 @@ class Response:
     def shutdown(self) -> None:
         self.shut.set()
 
+    def close(self) -> None:
+        pass
+
     def release_conn(self) -> None:
         self.released = True
 
