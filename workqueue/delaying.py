@@ -167,6 +167,14 @@ class DelayingQueue(Queue[T]):
                 # The thread sleeps until the previous earliest time; make it re-arm.
                 self._heap_cond.notify()
 
+    def waiting_due(self) -> int:
+        """How many delayed items are due by the clock but not yet handed to the queue. The delaying
+        thread moves them as soon as it wakes; with a fake clock, a test steps the clock and waits
+        for 0 before it drains (client-go's tests poll the queue's length the same way)."""
+        with self._heap_cond:
+            now = self._clock.now()
+            return sum(1 for entry in self._waiting.values() if entry.ready_at <= now)
+
     def shut_down(self) -> None:
         super().shut_down()
         self._stop_waiting()

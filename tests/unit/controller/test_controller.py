@@ -42,12 +42,8 @@ def settled(controller: Controller, clock: FakeClock, seconds: float) -> list[st
     """Step the queue's fake clock, wait (bounded) for its delaying thread to hand over what came
     due, and drain the queue."""
     clock.step(seconds)
-    queue = controller.queue
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        with queue._heap_cond:  # the delaying thread moves due items under this lock
-            if not any(entry.ready_at <= clock.now() for entry in queue._waiting.values()):
-                break
+    while controller.queue.waiting_due() and time.monotonic() < deadline:
         time.sleep(0.001)
     return drain(controller)
 

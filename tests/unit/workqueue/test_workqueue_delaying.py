@@ -32,6 +32,21 @@ def test_add_after_queues_the_item_once_its_delay_has_passed(
     assert delaying_queue.get() == ("foo", False)
 
 
+def test_waiting_due_counts_due_items_until_the_thread_has_queued_them(
+    delaying_queue: DelayingQueue[str],
+    clock: FakeClock,
+    wait_for_sleep: Callable[[float], None],
+    eventually: Callable[..., bool],
+) -> None:
+    delaying_queue.add_after("foo", 0.5)
+    delaying_queue.add_after("bar", 1.0)
+    wait_for_sleep(0.5)
+    assert delaying_queue.waiting_due() == 0
+    clock.step(0.5)  # foo is due; the thread may not have woken yet
+    assert eventually(lambda: delaying_queue.waiting_due() == 0 and delaying_queue.len() == 1)
+    assert delaying_queue.get() == ("foo", False)
+
+
 @pytest.mark.parametrize("seconds", [0.0, -1.0])
 def test_add_after_without_a_positive_delay_adds_at_once(delaying_queue: DelayingQueue[str], seconds: float) -> None:
     delaying_queue.add_after("foo", seconds)
