@@ -9,6 +9,7 @@ that kill or restart it start their own with `start_operator`). Its log is print
 
 from __future__ import annotations
 
+import os
 import pathlib
 import shutil
 import subprocess
@@ -171,11 +172,13 @@ def start_operator(cluster: Any, crd: None, request: pytest.FixtureRequest) -> I
     """Start extra operator processes (stopped at the end of the test)."""
     started: list[Operator] = []
 
-    def start(extra: list[str] | None = None, wait_ready: bool = True) -> Operator:
-        name = f"{request.node.name}-{len(started)}"
-        process = Operator(str(cluster.kubeconfig), name, extra).start(wait_ready)
+    def start(extra: list[str] | None = None, wait_ready: bool = True,
+              kubeconfig: str | os.PathLike[str] | None = None) -> Operator:
+        """An operator with these flags, credentials from `kubeconfig` (the cluster's admin one by default)."""
+        process = Operator(str(kubeconfig or cluster.kubeconfig), f"{request.node.name}-{len(started)}", extra)
+        process.log_path.unlink(missing_ok=True)  # the log of this run only
         started.append(process)
-        return process
+        return process.start(wait_ready)
 
     yield start
     for process in started:

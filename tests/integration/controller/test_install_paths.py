@@ -81,29 +81,13 @@ def without_tfjob_crd(crd_scheme: CrdScheme) -> Iterator[CrdScheme]:
         crd_scheme.current = "default"
 
 
-@pytest.fixture
-def own_operators(cluster: Any, request: pytest.FixtureRequest) -> Iterator[Callable[..., Operator]]:
-    """Start operator processes with a kubeconfig (the cluster's admin one by default); stopped at the end."""
-    started: list[Operator] = []
-
-    def start(extra: list[str], kubeconfig: pathlib.Path | None = None, wait_ready: bool = True) -> Operator:
-        operator = Operator(str(kubeconfig or cluster.kubeconfig), f"{request.node.name}-{len(started)}", extra)
-        operator.log_path.unlink(missing_ok=True)
-        started.append(operator)
-        return operator.start(wait_ready)
-
-    yield start
-    for operator in started:
-        operator.stop()
-
-
 # ---- --kubeflow-tfjob=auto follows the CRD --------------------------------------------------------------
 
 
 def test_applying_the_tfjob_crd_to_a_running_operator_gets_tfjobs_served_without_a_restart(
         cluster: Any, api: Kube, namespace: str, without_tfjob_crd: CrdScheme, no_session_operator: None,
-        own_operators: Callable[..., Operator]) -> None:
-    operator = own_operators(["--kubeflow-tfjob=auto"])
+        start_operator: Callable[..., Operator]) -> None:
+    operator = start_operator(["--kubeflow-tfjob=auto"])
     assert not logged(operator, "serving TFJobs: this project's TFJob CRD is served")
     pid = operator.process.pid if operator.process else None
 
@@ -120,11 +104,11 @@ def test_applying_the_tfjob_crd_to_a_running_operator_gets_tfjobs_served_without
 
 def test_removing_the_tfjob_crd_stops_serving_tfjobs_and_tensorflowjobs_run_on(
         cluster: Any, api: Kube, namespace: str, without_tfjob_crd: CrdScheme, no_session_operator: None,
-        own_operators: Callable[..., Operator]) -> None:
+        start_operator: Callable[..., Operator]) -> None:
     apply_tfjob_crds(cluster)
     without_tfjob_crd.current = "kubeflow"
     wait_for(lambda: crd_condition(api, TFJOB_CRD_NAME, "Established"), 60, "the TFJob CRD")
-    operator = own_operators(["--kubeflow-tfjob=auto"])
+    operator = start_operator(["--kubeflow-tfjob=auto"])
     wait_for(lambda: serving_tfjobs(operator), 30, "TFJobs served")
 
     without_tfjob_crd.to_default()
@@ -141,10 +125,10 @@ def test_removing_the_tfjob_crd_stops_serving_tfjobs_and_tensorflowjobs_run_on(
 
 def test_an_operator_started_in_the_same_second_as_the_tfjob_crd_serves_tfjobs(
         cluster: Any, api: Kube, namespace: str, without_tfjob_crd: CrdScheme, no_session_operator: None,
-        own_operators: Callable[..., Operator]) -> None:
+        start_operator: Callable[..., Operator]) -> None:
     applying = threading.Thread(target=apply_tfjob_crds, args=(cluster,))
     applying.start()
-    operator = own_operators(["--kubeflow-tfjob=auto"], wait_ready=False)
+    operator = start_operator(["--kubeflow-tfjob=auto"], wait_ready=False)
     applying.join(60)
     without_tfjob_crd.current = "kubeflow"
     wait_for(lambda: crd_condition(api, TFJOB_CRD_NAME, "Established"), 60, "the TFJob CRD")
@@ -199,7 +183,7 @@ def account_without_network_policies(api: Kube, namespace: str) -> Iterator[tupl
 def test_with_policies_off_an_operator_granted_no_network_policy_verbs_is_ready_and_runs_a_job(
         cluster: Any, api: Kube, crd: None, no_session_operator: None,
         account_without_network_policies: tuple[str, str, dict[str, Any]],
-        own_operators: Callable[..., Operator]) -> None:
+        start_operator: Callable[..., Operator]) -> None:
     namespace, account, role = account_without_network_policies
     assert not any("networkpolicies" in rule["resources"] for rule in role["rules"])
     kubeconfig = cluster.service_account_kubeconfig(namespace, account)
@@ -207,7 +191,7 @@ def test_with_policies_off_an_operator_granted_no_network_policy_verbs_is_ready_
                             check=False)
     assert can_i.stdout.strip() == "no"
 
-    operator = own_operators(["--network-policy=off", "--kubeflow-tfjob=off"], kubeconfig=kubeconfig)
+    operator = start_operator(["--network-policy=off", "--kubeflow-tfjob=off"], kubeconfig=kubeconfig)
     tfjobs = TfJobs(api, namespace, cluster)
     succeeding(tfjobs, "plain")
 

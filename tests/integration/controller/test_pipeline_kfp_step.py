@@ -9,10 +9,8 @@ two-core machine but stay far below the step's timeout where the step must not w
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import time
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -20,18 +18,10 @@ import pytest
 import yaml
 
 from tests.support.jobs import SIM_EXIT_AFTER, SIM_EXIT_CODE
+from tests.support.pipelines import kfp_module
 from tfjobs import JobFailed
 
-PIPELINES = Path(__file__).resolve().parents[3] / "manifests" / "examples" / "pipelines"
 PROMPT = 60.0  # seconds: far below the 10-minute timeouts of the cases that must not reach theirs
-
-
-def kfp_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("kfp_pipeline_example", PIPELINES / "kfp_pipeline.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # kfp itself is imported only to compile
-    return module
 
 
 @pytest.fixture

@@ -12,14 +12,12 @@ written by the devcluster's pod-logs agent. Every wait polls with a deadline.
 from __future__ import annotations
 
 import ast
-import importlib.util
 import os
 import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -28,6 +26,7 @@ import yaml
 from kube import Kube, resource_path
 from tests.support.jobs import DEVCLUSTER_IMAGE, SIM_EXIT_AFTER, SIM_EXIT_CODE, container, role
 from tests.support.kinds import both_kinds
+from tests.support.pipelines import PIPELINES, kfp_module
 from tests.support.polling import wait_for
 from tfjobs import JobFailed, Progress, TfJobClient, WaitTimeout
 from tfjobs.selectors import Conditions
@@ -35,7 +34,6 @@ from tfjobs.selectors import Conditions
 from .conftest import TfJobs
 
 ROOT = Path(__file__).resolve().parents[3]
-PIPELINES = ROOT / "manifests" / "examples" / "pipelines"
 PLUGIN = Path(sys.executable).parent / "kubectl-tfjob"
 
 
@@ -363,14 +361,6 @@ def test_client_wait_for_raises_wait_timeout(tfjobs: Any, client: TfJobClient) -
 def argo_template() -> dict[str, Any]:
     workflow = yaml.safe_load((PIPELINES / "argo-workflow.yaml").read_text())
     return next(t for t in workflow["spec"]["templates"] if t["name"] == "train")
-
-
-def kfp_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("kfp_pipeline_example", PIPELINES / "kfp_pipeline.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # kfp itself is imported only to compile
-    return module
 
 
 def kfp_constants() -> dict[str, str]:
