@@ -48,6 +48,7 @@ import urllib3
 
 from kube import lean_import
 from kube.clock import REAL_CLOCK, Clock
+from kube.discovery import Discovery
 from kube.errors import FENCED_REASON, ApiError, ConfigError
 from kube.paths import ParsedPath, parse_path, query_pairs, request_verb, resource_path
 from kube.throttle import TokenBucket
@@ -97,9 +98,6 @@ CONNECT_TIMEOUT = 10.0
 WATCH_POOL_SIZE = 16
 """Connections kept for watches; one per running watch (one per informer and namespace)."""
 
-_NEGATIVE_DISCOVERY_TTL = 10.0
-_POSITIVE_DISCOVERY_TTL = 300.0
-
 # --- the client ------------------------------------------------------------------------------------
 
 
@@ -143,8 +141,7 @@ class Kube:
         self._on_request = on_request
         self._request_timeout = request_timeout
         self._clock = clock
-        self._discovery: dict[tuple[str, str], tuple[float, dict[str, Any] | None]] = {}
-        self._discovery_lock = threading.Lock()
+        self._discovery = Discovery(lambda path: self.get(path), clock)
         self._watches: weakref.WeakSet[LineStream[Any]] = weakref.WeakSet()
         self._watches_lock = threading.Lock()
 
@@ -428,66 +425,12 @@ class Kube:
     # --- discovery ----------------------------------------------------------------------------
 
     def has_api(self, group: str, version: str, kind: str | None = None, *, crds: bool = True) -> bool:
-        """Whether the server serves group/version (and `kind` in it). Cached: 5 min, misses 10 s.
-
-        Discovery lags a new CustomResourceDefinition: for a moment after the CRD is Established the
-        API server serves its kind but does not list it yet. So a kind that discovery does not list
-        is looked for among the Established CRDs (`_established_crd_serves`; `crds=False` skips
-        that, for a client not allowed to list CRDs), and when one serves it the cached listing is
-        dropped, so the next question reads discovery again."""
-        resources = self._discover(group, version)
-        if kind is None:
-            return resources is not None
-        if resources is not None and _lists_kind(resources, kind):
-            return True
-        if not crds or not group or not self._established_crd_serves(group, version, kind):
-            return False
-        with self._discovery_lock:
-            self._discovery.pop((group, version), None)
-        return True
+        """Whether the server serves group/version (and `kind` in it); `kube.discovery` says how
+        (cached; corrected by the Established CRDs unless `crds=False`)."""
+        return self._discovery.has_api(group, version, kind, crds=crds)
 
     def invalidate_discovery(self) -> None:
-        with self._discovery_lock:
-            self._discovery.clear()
-
-    def _established_crd_serves(self, group: str, version: str, kind: str) -> bool:
-        """Whether an Established CRD serves `kind` in group/version: the API server's own word,
-        which discovery follows a moment later. A miss is remembered for 10 s; a client that may
-        not read CRDs (or a failed read) learns nothing here and keeps discovery's answer."""
-        key = ("crd", f"{group}/{version}/{kind}")
-        now = self._clock.now()
-        with self._discovery_lock:
-            cached = self._discovery.get(key)
-        if cached is not None and cached[0] > now:
-            return False
-        try:
-            listing = self.list("/apis/apiextensions.k8s.io/v1/customresourcedefinitions")
-        except ApiError:
-            listing = {}
-        if any(_crd_serves(crd, group, version, kind) for crd in listing.get("items") or []):
-            return True
-        with self._discovery_lock:
-            self._discovery[key] = (now + _NEGATIVE_DISCOVERY_TTL, None)
-        return False
-
-    def _discover(self, group: str, version: str) -> dict[str, Any] | None:
-        key = (group, version)
-        now = self._clock.now()
-        with self._discovery_lock:
-            cached = self._discovery.get(key)
-        if cached is not None and cached[0] > now:
-            return cached[1]
-        path = f"/api/{version}" if not group else f"/apis/{group}/{version}"
-        try:
-            resources: dict[str, Any] | None = self.get(path)
-        except ApiError as exc:
-            if not exc.not_found:
-                raise
-            resources = None
-        ttl = _POSITIVE_DISCOVERY_TTL if resources is not None else _NEGATIVE_DISCOVERY_TTL
-        with self._discovery_lock:
-            self._discovery[key] = (now + ttl, resources)
-        return resources
+        self._discovery.invalidate()
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -598,21 +541,6 @@ class Kube:
         if result is None:
             raise ApiError(0, "InvalidResponse", "empty response body", method=method, path=path)
         return result
-
-
-def _lists_kind(resources: Mapping[str, Any], kind: str) -> bool:
-    """Whether a discovery listing (APIResourceList) names `kind` as a resource (not a subresource)."""
-    return any(r.get("kind") == kind and "/" not in str(r.get("name", "")) for r in resources.get("resources") or [])
-
-
-def _crd_serves(crd: Mapping[str, Any], group: str, version: str, kind: str) -> bool:
-    """Whether a CustomResourceDefinition is Established and serves `kind` in group/version."""
-    spec, status = crd.get("spec") or {}, crd.get("status") or {}
-    established = any(c.get("type") == "Established" and c.get("status") == "True"
-                      for c in status.get("conditions") or [])
-    served = any(v.get("name") == version and v.get("served") for v in spec.get("versions") or [])
-    return (established and served and spec.get("group") == group
-            and (status.get("acceptedNames") or {}).get("kind") == kind)
 
 
 def _request_pool(configuration: Any, pool_size: int) -> ConnectionPool | None:

@@ -606,7 +606,7 @@ def test_has_api_answers_from_discovery_and_caches(mocker: MockerFixture) -> Non
     get = mocker.patch.object(k, "get", return_value=JOBS_RESOURCES)
     assert k.has_api("kubeflow.org", "v1")
     assert k.has_api("kubeflow.org", "v1", "TensorFlowJob")
-    assert not k.has_api("kubeflow.org", "v1", "PyTorchJob")
+    assert not k.has_api("kubeflow.org", "v1", "PyTorchJob", crds=False)
     get.assert_called_once_with("/apis/kubeflow.org/v1")
 
 
