@@ -191,6 +191,12 @@ class Connection:
                 _request_timeout=(CONNECT_TIMEOUT, read_timeout))
         except ApiException as exc:
             raise ApiError.from_exception(exc) from exc
+        except AttributeError as exc:
+            # call_api decodes the body of the ApiException its REST client raised, and a transport
+            # failure's (a TLS EOF under load: status 0) has none: the AttributeError hides it.
+            if isinstance(exc.__context__, ApiException):
+                raise ApiError.from_exception(exc.__context__) from exc
+            raise
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise ApiError.unreachable(exc) from exc
 

@@ -56,5 +56,5 @@ def test_an_example_trains_to_succeeded_and_every_task_joins_its_cluster(
         if role == "evaluator":
             continue  # not a member of the cluster: it reads the chief's checkpoints
         assert any(line.startswith(f"TASK {role}/{index} joined cluster") for line in logs.lines(f"{role}-{index}")), \
-            f"{role}-{index} never joined:\n{logs.output[-4000:]}"
+            f"{role}-{index} never joined:\n{logs.output[-4000:]}\nstderr of the follower:\n{logs.errors[-2000:]}"
     assert any("TRAINING DONE" in line for slot in logs.slots() for line in logs.lines(slot)), logs.output[-4000:]

@@ -85,6 +85,21 @@ def test_a_refused_connection_is_an_api_error_with_status_zero() -> None:
     assert raised.value.status == 0 and raised.value.reason == "ConnectionRefusedError"
 
 
+def test_a_transport_failure_the_official_client_hides_behind_an_attribute_error_is_status_zero() -> None:
+    def call_api(*args: Any, **kwargs: Any) -> Any:
+        try:  # what call_api does with its REST client's ApiException(status=0) for a TLS EOF
+            raise ApiException(status=0, reason="SSLError: EOF occurred in violation of protocol")
+        except ApiException as failure:
+            failure.body = failure.body.decode("utf-8")  # type: ignore[union-attr]
+    api_client = MagicMock()
+    api_client.call_api.side_effect = call_api
+
+    with pytest.raises(ApiError) as raised:
+        Connection(api_client).pod_log("ns", "p", follow=True)
+
+    assert raised.value.status == 0 and "EOF occurred" in raised.value.reason
+
+
 def test_lines_are_split_across_chunks_and_keep_blank_lines() -> None:
     lines = Lines(Response([b"one\ntw", b"o\n\nthree"]))
 
