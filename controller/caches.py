@@ -2,7 +2,7 @@
 
 `JobCaches` decides which resources are watched (from `ControllerOptions` and, for `auto`, API
 discovery) and answers from their in-memory caches, never from the API server: a job by its key,
-its pods (by the controlling job's UID), its Service and NetworkPolicy (by name), whether a node is
+its pods (by the controlling job's UID), its Service, NetworkPolicy and PodGroup (by name), whether a node is
 Ready, a Kueue Workload and ResourceFlavor. The `Reconciler` receives this object as its `Caches`,
 the event handlers (`controller.handlers`) read owners and nodes' pods from it, and the loop
 (`controller.controller`) starts, syncs and stops it. Nothing here writes or enqueues.
@@ -25,6 +25,8 @@ What is watched, and why:
   deleted or edited by hand is put back at once); with `off`, only from the first job that asks
   for a policy (`network_policy_cache`), so an operator whose jobs ask for none needs no grant on
   NetworkPolicies at all. Once watched, they stay watched.
+* The gang scheduler's PodGroups carrying the job-name label, only with `--gang-scheduler` (with
+  `none`, no PodGroup is ever read or written).
 * Nodes, only cluster-wide (they are cluster-scoped): a pod on a lost node is repaired.
 * Kueue's Workloads and ResourceFlavors when Kueue is used (`--kueue`; auto: when its API is served,
   checked once at start: install Kueue first).
@@ -58,6 +60,7 @@ log = structlog.get_logger(__name__)
 NODE_INDEX = "node"
 TFJOB_INFORMER = "tfjobs"
 NETWORK_POLICY_INFORMER = "networkpolicies"
+POD_GROUP_INFORMER = "podgroups"
 
 
 def _index_by_node(obj: Mapping[str, Any]) -> list[str]:
@@ -121,6 +124,9 @@ class JobCaches:
         if options.network_policy_default:
             self.network_policies = self._build_network_policies()
         self.nodes = build("nodes", "", "v1", "nodes", namespaced=False) if options.watch_nodes else None
+        gang = options.gang
+        self.pod_groups = (build(POD_GROUP_INFORMER, gang.group, gang.version, gang.plural,
+                                 label_selector=JOB_NAME_LABEL, store=_shared_store()) if gang else None)
         self.tfjobs: SharedInformer | None = None
         self._informers: dict[JobKind, SharedInformer | None] = {TENSORFLOWJOB: self.jobs, TFJOB: None}
         self.follows_tfjob_crd = options.serve_tfjobs is None
@@ -246,6 +252,10 @@ class JobCaches:
 
     def get_network_policy(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         informer = self.network_policies
+        return informer.get(f"{namespace}/{name}") if informer is not None else None
+
+    def get_pod_group(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        informer = self.pod_groups
         return informer.get(f"{namespace}/{name}") if informer is not None else None
 
     def node_ready(self, name: str) -> bool | None:

@@ -3,7 +3,7 @@
 Nothing else happens here -- no API call, no planning -- so an informer's thread is never held up.
 The rules of the routing, as client-go's sample-controller and Job controller have them:
 
-* A child (Pod, Service, NetworkPolicy, Kueue Workload) maps to its controlling job by the owner
+* A child (Pod, Service, NetworkPolicy, PodGroup, Kueue Workload) maps to its controlling job by the owner
   reference's kind *and* UID (`owner_key`), so a leftover pod of a deleted job with the same name
   never wakes the new one, and one reconciler serves TensorFlowJobs and TFJobs alike: a TFJob's key
   names its kind (`TFJob:namespace/name`, `controller.job.kinds`). TFJobs another controller runs
@@ -61,6 +61,9 @@ class JobEventHandlers:
             self.wire_informer(NETWORK_POLICY_INFORMER, caches.network_policies)
         if caches.nodes is not None:
             caches.nodes.add_event_handler(on_update=self.node_updated, on_delete=self.node_gone)
+        if caches.pod_groups is not None:
+            caches.pod_groups.add_event_handler(on_add=self.child_created, on_update=self.child_updated,
+                                                on_delete=self.child_deleted)
         if caches.workloads is not None:
             caches.workloads.add_event_handler(on_add=self.child_added, on_update=self.child_updated,
                                                on_delete=self.child_deleted)

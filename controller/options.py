@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from controller.job.gang import GangScheduler, gang_scheduler
 from controller.job.profiles import Profile
 
 Switch = Literal["auto", "on", "off"]
@@ -40,6 +41,11 @@ class ControllerOptions:
     # watched only once a job asks for one (controller.caches)
     network_policy: Literal["on", "off"] = "off"
     profiles: tuple[Profile, ...] = ()  # read from the --profiles file
+    # --gang-scheduler: a PodGroup per job for Volcano or the scheduler-plugins coscheduler (none: no
+    # PodGroup call is ever made); --gang-scheduler-name: the scheduler the pods ask for, when the
+    # gang scheduler was deployed under another name than its usual one
+    gang_scheduler: Literal["none", "volcano", "scheduler-plugins"] = "none"
+    gang_scheduler_name: str = ""
     # Not a flag: how often `--kubeflow-tfjob=auto` re-reads TFJob's discovery listing, so installing
     # (or removing) this project's TFJob CRD starts (or stops) serving TFJobs without a restart.
     discovery_period: float = 10.0
@@ -69,6 +75,10 @@ class ControllerOptions:
     @property
     def network_policy_default(self) -> bool:
         return self.network_policy == "on"
+
+    @property
+    def gang(self) -> GangScheduler | None:
+        return gang_scheduler(self.gang_scheduler, self.gang_scheduler_name)
 
     @property
     def create_parallelism(self) -> int:

@@ -30,24 +30,28 @@ refusal is reported and retried with back-off. What is to be retried, and transi
 Both kinds go through the same steps: the key says which (`controller.job.kinds`); a TFJob is
 planned as its job model and its status is stored as Kubeflow writes it.
 
-The job's NetworkPolicy (docs/production.md), when it wants one, is written before anything else
-and fails closed: while it cannot be created (a name conflict, a refusal), no pod is created, so a
-job that asked for isolation never runs without it. A policy the API server rejects (an invalid
-`allowFrom` peer) fails the job with `InvalidNetworkPolicy`.
+The job's NetworkPolicy and its gang scheduler's PodGroup (docs/production.md), when it wants them,
+are written before its pods (`controller.companions`) and fail closed: while one cannot be created (a
+name conflict, a refusal), no pod is created, so a job that asked for isolation never runs without
+it, and no pod reaches a gang scheduler before its group. A policy the API server rejects (an
+invalid `allowFrom` peer) fails the job with `InvalidNetworkPolicy`, a PodGroup it rejects with
+`InvalidSchedulingPolicy`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import structlog
 
+from controller import companions
+from controller.companions import NETWORK_POLICY, CompanionWriter, Step
 from controller.events import EventRecorder
 from controller.job import netpol
 from controller.job.draft import Event, Plan, PodDeletion
+from controller.job.gang import GangView
 from controller.job.kinds import JobKind, parse_key
 from controller.job.mergepatch import merge_patch
 from controller.job.netpol import PolicyView, policy_name
@@ -58,6 +62,7 @@ from controller.kueue.gate import KueueGate
 from controller.memory import JobMemory
 from controller.metrics import ControllerMetrics
 from controller.options import DEFAULTS, ControllerOptions
+from controller.outcome import Outcome, classify, owned_by
 from kube import ApiError, Kube, resource_path
 from kube.clock import REAL_CLOCK, Clock
 from kube.retry import retry_transient
@@ -76,11 +81,11 @@ class Caches(Protocol):
     def pods_of(self, job_uid: str) -> list[Mapping[str, Any]]: ...
     def get_service(self, namespace: str, name: str) -> Mapping[str, Any] | None: ...
     def get_network_policy(self, namespace: str, name: str) -> Mapping[str, Any] | None: ...
+    def get_pod_group(self, namespace: str, name: str) -> Mapping[str, Any] | None: ...
     def node_ready(self, name: str) -> bool | None: ...
 
 
 STALE_CACHE_WAIT = 1.0  # seconds before retrying a conflicting status write when the job cannot be read
-NETWORKING = ("networking.k8s.io", "v1", "networkpolicies")
 SLOW_START_INITIAL_BATCH = 8  # pods created at once before the first error check; then doubling
 
 
@@ -91,25 +96,6 @@ class RequeueError(Exception):
     def __init__(self, message: str, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
-
-
-@dataclass
-class Outcome:
-    """What one reconcile did, for the log line and for tests."""
-
-    requeue_after: float | None = None
-    created: list[str] = field(default_factory=list)
-    deleted: list[str] = field(default_factory=list)
-    updated: list[str] = field(default_factory=list)
-    status_written: bool = False
-    status_deferred: bool = False  # left for the reconcile the created pods' events bring
-    job_deleted: bool = False
-    errors: list[str] = field(default_factory=list)
-    retry_after: float | None = None  # the longest Retry-After among the errors
-
-    def server_asked_to_wait(self, error: ApiError) -> None:
-        if error.retry_after:
-            self.retry_after = max(self.retry_after or 0.0, float(error.retry_after))
 
 
 def _count_created_as_active(plan: Plan, created: set[str]) -> None:
@@ -124,24 +110,6 @@ def _count_created_as_active(plan: Plan, created: set[str]) -> None:
         entry = statuses.get(meta["labels"].get(REPLICA_TYPE_LABEL))
         if meta["name"] in created and entry is not None:
             entry["active"] = entry.get("active", 0) + 1
-
-
-def classify(kind: str, name: str, error: ApiError, invalid_reason: str = "InvalidPodTemplate") -> Refusal:
-    """What the API server's refusal to create (or patch) `kind` `name` was, for the pure core."""
-    if error.invalid:
-        return Refusal(kind, name, Cause.INVALID, error.message, invalid_reason)
-    if error.already_exists:
-        return Refusal(kind, name, Cause.NAME_TAKEN)
-    if error.quota_exceeded:
-        return Refusal(kind, name, Cause.QUOTA, error.message)
-    if error.not_found or error.namespace_terminating:
-        return Refusal(kind, name, Cause.GOING_AWAY)
-    return Refusal(kind, name, Cause.OTHER, str(error))
-
-
-def owned_by(obj: Mapping[str, Any], job_uid: str) -> bool:
-    return any(ref.get("controller") and ref.get("uid") == job_uid
-               for ref in (obj.get("metadata") or {}).get("ownerReferences") or [])
 
 
 class Reconciler:
@@ -176,6 +144,10 @@ class Reconciler:
         self.cluster_domain = options.cluster_domain
         self.clock = clock
         self._pool = ThreadPoolExecutor(max_workers=options.create_parallelism, thread_name_prefix="create")
+        self.gang = options.gang
+        self.pod_group = companions.pod_group(self.gang.group, self.gang.version) if self.gang else None
+        self.companions = CompanionWriter(kube, lambda job, group, version, plural, name:
+                                          self._ours(job, plural, name, group=group, version=version))
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -204,6 +176,7 @@ class Reconciler:
         foreign_service = service is not None and not owned_by(service, uid)
         policy_view, foreign_policy = (self._policy_view(namespace, name, uid)
                                        if kind.network_policy and self._policies_known(key, job) else (None, False))
+        gang_view, foreign_group = self._gang_view(namespace, name, uid) if self.gang else (None, False)
         # Plan from the status the last pass left unwritten, if any; write (below) against `job`,
         # which holds what the server has.
         deferred = self.memory.take_deferred(key, job)
@@ -217,8 +190,9 @@ class Reconciler:
             pending_deletes=self.expectations.pending_deletions(key), cluster_domain=self.cluster_domain,
             gate=decision.gate if decision else None, network_policy=policy_view, profiles=self.profiles,
             validate=lambda model: self.memory.validated(key, *kind.validation(stored, model)), kind=kind,
+            gang_view=gang_view,
         )
-        ignored = kind.ignored_fields(stored)
+        ignored = kind.ignored_fields(stored, gang_scheduling=self.gang is not None)
         if ignored and cond.find((planned.get("status") or {}).get("conditions") or [], cond.CREATED) is None:
             plan.events += [Event("Warning", "IgnoredField", note) for note in ignored]
         outcome = Outcome(requeue_after=plan.requeue_after)
@@ -236,9 +210,17 @@ class Reconciler:
         if plan.delete_service is not None:
             problems += self._delete_service(plan.delete_service, outcome)
         refusals: list[Refusal] = []  # what the API server would not take, in the order it said so
-        policy_problems, hold_pods = self._network_policy(plan, job, foreign_policy, outcome, refusals)
+        policy_problems, hold_pods = self.companions.carry_out(
+            NETWORK_POLICY, Step(plan.create_network_policy, plan.patch_network_policy, plan.delete_network_policy),
+            job, foreign_policy, outcome, refusals)
         problems += policy_problems
-        if hold_pods:  # fail closed: no pod runs without the isolation the job asked for
+        if gang_view is not None:
+            group_problems, hold_for_group = self.companions.carry_out(
+                self.pod_group, Step(plan.create_pod_group, plan.patch_pod_group, plan.delete_pod_group),
+                job, foreign_group, outcome, refusals)
+            problems += group_problems
+            hold_pods = hold_pods or hold_for_group
+        if hold_pods:  # fail closed: no pod runs without its isolation, nor reaches a gang scheduler alone
             plan.create_pods = []
             if not (planned.get("status") or {}).get("startTime"):
                 plan.status.pop("startTime", None)
@@ -351,76 +333,20 @@ class Reconciler:
             raise RequeueError(f"{key}: waiting for the NetworkPolicy cache before creating the job's objects")
         return False
 
+    def _gang_view(self, namespace: str, name: str, job_uid: str) -> tuple[GangView, bool]:
+        """What the planner may know of the job's PodGroup, and whether an object the job does not
+        own holds its name."""
+        assert self.gang is not None
+        cached = self.caches.get_pod_group(namespace, name)
+        foreign = cached is not None and not owned_by(cached, job_uid)
+        return GangView(self.gang, None if foreign else cached), foreign
+
     def _policy_view(self, namespace: str, name: str, job_uid: str) -> tuple[PolicyView, bool]:
         """What the planner may know of the job's NetworkPolicy, and whether an object the job does
         not own holds its name."""
         cached = self.caches.get_network_policy(namespace, policy_name(name))
         foreign = cached is not None and not owned_by(cached, job_uid)
         return PolicyView(self.network_policy_default, None if foreign else cached), foreign
-
-    def _network_policy(self, plan: Plan, job: Mapping[str, Any], foreign: bool, outcome: Outcome,
-                        refusals: list[Refusal]) -> tuple[list[str], bool]:
-        """Carry out the plan for the NetworkPolicy: (problems, whether the pods must wait because
-        a policy the job wants does not exist); what the API server refused goes to `refusals`."""
-        if plan.delete_network_policy is not None:
-            return self._delete_policy(plan.delete_network_policy, outcome), False
-        if plan.patch_network_policy is not None:
-            return self._patch_policy(*plan.patch_network_policy, outcome=outcome, refusals=refusals), False
-        body = plan.create_network_policy
-        if body is None:
-            return [], False
-        name = body["metadata"]["name"]
-        if foreign:
-            refusals.append(Refusal("NetworkPolicy", name, Cause.NAME_TAKEN))
-            return [], True
-        group, version, plural = NETWORKING
-        try:
-            path = resource_path(group, version, plural, body["metadata"]["namespace"])
-            retry_transient(self.kube.create)(path, body)
-        except ApiError as error:
-            outcome.server_asked_to_wait(error)
-            if not error.already_exists:
-                refusals.append(classify("NetworkPolicy", name, error, "InvalidNetworkPolicy"))
-                return [], True
-            owner = self._ours(job, plural, name, group=group, version=version)
-            if owner is True:
-                return [], False  # the cache was behind
-            if owner is None:
-                return [f"create networkpolicy {name}: it exists and its owner could not be read; retrying"], True
-            refusals.append(Refusal("NetworkPolicy", name, Cause.NAME_TAKEN))
-            return [], True
-        outcome.created.append(f"networkpolicy/{name}")
-        return [], False
-
-    def _patch_policy(self, policy: Mapping[str, Any], patch: dict[str, Any], outcome: Outcome,
-                      refusals: list[Refusal]) -> list[str]:
-        meta = policy["metadata"]
-        group, version, plural = NETWORKING
-        try:
-            retry_transient(self.kube.patch)(resource_path(group, version, plural, meta["namespace"], meta["name"]),
-                                             {**patch, "metadata": {"resourceVersion": meta["resourceVersion"]}})
-        except ApiError as error:
-            outcome.server_asked_to_wait(error)
-            if error.not_found or error.conflict:
-                return []  # gone or replaced meanwhile: its watch event brings the next reconcile
-            if error.invalid:
-                refusals.append(classify("NetworkPolicy", meta["name"], error, "InvalidNetworkPolicy"))
-                return []
-            return [f"patch networkpolicy {meta['name']}: {error}"]
-        outcome.updated.append(f"networkpolicy/{meta['name']}")
-        return []
-
-    def _delete_policy(self, policy: Mapping[str, Any], outcome: Outcome) -> list[str]:
-        meta = policy["metadata"]
-        group, version, plural = NETWORKING
-        try:
-            retry_transient(self.kube.delete)(resource_path(group, version, plural, meta["namespace"], meta["name"]),
-                                              uid=meta["uid"])
-            outcome.deleted.append(f"networkpolicy/{meta['name']}")
-        except ApiError as error:
-            if not (error.not_found or error.conflict):
-                return [f"delete networkpolicy {meta['name']}: {error}"]
-        return []
 
     # ---- creates -------------------------------------------------------------------------------
 

@@ -13,8 +13,9 @@ reconcile), where they differ from TensorFlowJob's:
 * `runPolicy.backoffLimit` unset means no limit (TensorFlowJob: 6); the model says `None`;
 * replica types are matched case-insensitively (`WORKER`, `worker` are Worker), and Master is the
   chief.
-The rest is the same: `replicas` 1, `successPolicy` "", `suspend` false, and `restartScope` is Pod
-(TFJob has no such field). Unknown replica types are left out here; validation names them.
+`runPolicy.schedulingPolicy` becomes the model's `spec.schedulingPolicy` (gang scheduling,
+`controller.job.gang`). The rest is the same: `replicas` 1, `successPolicy` "", `suspend` false,
+and `restartScope` is Pod (TFJob has no such field). Unknown replica types are left out here; validation names them.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from tfjob_api.kubeflow import ROLE_OF_TYPE, canonical_type
 from tfjob_api.kubeflow_status import to_model_status
 
 RUN_POLICY_FIELDS = ("ttlSecondsAfterFinished", "activeDeadlineSeconds")
+NO_GANG_SCHEDULER = ("it configures gang scheduling (a Volcano or scheduler-plugins PodGroup), and the operator "
+                     "runs without --gang-scheduler; queue jobs with Kueue, or run it with a gang scheduler")
 
 
 def replica_specs(tfjob: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
@@ -65,6 +68,8 @@ def to_model(tfjob: Mapping[str, Any]) -> dict[str, Any]:
     model_spec["successPolicy"] = spec.get("successPolicy") or ""
     model_spec["restartScope"] = "Pod"
     model_spec["suspend"] = bool(run_policy.get("suspend", False))
+    if run_policy.get("schedulingPolicy"):
+        model_spec["schedulingPolicy"] = copy.deepcopy(dict(run_policy["schedulingPolicy"]))
     return {
         "apiVersion": tfjob.get("apiVersion"),
         "kind": tfjob.get("kind"),
@@ -75,13 +80,13 @@ def to_model(tfjob: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def ignored_fields(tfjob: Mapping[str, Any]) -> list[str]:
-    """The TFJob's fields that are accepted but not used by this operator, each with why."""
+def ignored_fields(tfjob: Mapping[str, Any], gang_scheduling: bool = False) -> list[str]:
+    """The TFJob's fields that are accepted but not used by this operator, each with why
+    (`gang_scheduling`: whether the operator runs with a gang scheduler, which uses schedulingPolicy)."""
     spec = tfjob.get("spec") or {}
     ignored = []
-    if (spec.get("runPolicy") or {}).get("schedulingPolicy"):
-        ignored.append("spec.runPolicy.schedulingPolicy is not used: it configures the gang scheduling of "
-                       "Kubeflow's operator (Volcano or scheduler-plugins PodGroups); queue jobs with Kueue instead")
+    if (spec.get("runPolicy") or {}).get("schedulingPolicy") and not gang_scheduling:
+        ignored.append(f"spec.runPolicy.schedulingPolicy is not used: {NO_GANG_SCHEDULER}")
     if spec.get("enableDynamicWorker"):
         ignored.append("spec.enableDynamicWorker is not used: every pod always gets the complete TF_CONFIG, "
                        "rewritten when replicas change, and worker failures follow their restartPolicy")

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from tfjob_api.kubeflow import KIND, MANAGED_BY_VALUES, OPERATOR_CATEGORY, PLURAL, REPLICA_TYPES
-from tfjob_api.schema import Component, crd_document, pod_template_schema
+from tfjob_api.schema import Component, crd_document, pod_template_schema, scheduling_policy_schema
 
 TYPES = "[" + ", ".join(f"'{replica_type.lower()}'" for replica_type in REPLICA_TYPES) + "]"  # CEL's list
 MAX_REPLICA_TYPES = len(REPLICA_TYPES)  # the map is bounded so CEL can cost its rules
@@ -93,19 +93,9 @@ def run_policy_schema() -> dict[str, Any]:
                                       "description": "Fail the job when it has run this long, from status.startTime."},
             "backoffLimit": {"type": "integer", "format": "int32", "minimum": 0,
                              "description": "Retried pod failures allowed before the job fails. Unset: no limit."},
-            "schedulingPolicy": {
-                "type": "object",
-                "description": "Gang-scheduling settings of Kubeflow's operator; accepted, not used by this operator.",
-                "properties": {
-                    "minAvailable": {"type": "integer", "format": "int32"},
-                    "queue": {"type": "string", "x-kubernetes-validations": [
-                        {"rule": "self == oldSelf", "message": "spec.runPolicy.schedulingPolicy.queue is immutable"}]},
-                    "minResources": {"type": "object",
-                                     "additionalProperties": {"x-kubernetes-int-or-string": True}},
-                    "priorityClass": {"type": "string"},
-                    "scheduleTimeoutSeconds": {"type": "integer", "format": "int32"},
-                },
-            },
+            "schedulingPolicy": scheduling_policy_schema(
+                "spec.runPolicy.schedulingPolicy", "Gang scheduling, as Kubeflow's operator reads it: the job's "
+                "PodGroup when this operator runs with --gang-scheduler (Volcano or scheduler-plugins)."),
             "suspend": {"type": "boolean", "default": False,
                         "description": "true: the job's pods and Service are deleted and none are created."},
             "managedBy": {

@@ -175,6 +175,41 @@ def network_policy_schema(peer: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def scheduling_policy_schema(path: str, description: str) -> dict[str, Any]:
+    """A job's gang-scheduling settings (`path` names the field in messages), as Kubeflow's TFJob has
+    them in `runPolicy.schedulingPolicy`: used when the operator runs with `--gang-scheduler`
+    (docs/production.md, "Gang scheduling")."""
+    return {
+        "type": "object",
+        "description": description,
+        "properties": {
+            "minAvailable": {
+                "type": "integer", "format": "int32", "minimum": 1,
+                "description": "Pods that must be placed together before any runs. Default: every pod of the job.",
+            },
+            "queue": {
+                "type": "string",
+                "description": "The Volcano queue of the job's PodGroup (Volcano only; default: `default`). Immutable.",
+                "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": f"{path}.queue is immutable"}],
+            },
+            "minResources": {
+                "type": "object", "additionalProperties": {"x-kubernetes-int-or-string": True},
+                "description": "Resources the whole gang needs before it is placed (e.g. cpu: 20, memory: 40Gi). "
+                "Default: the requests of the first minAvailable pods.",
+            },
+            "priorityClass": {
+                "type": "string",
+                "description": "The PriorityClass of the job's PodGroup (Volcano orders and preempts gangs by it).",
+            },
+            "scheduleTimeoutSeconds": {
+                "type": "integer", "format": "int32", "minimum": 1,
+                "description": "How long the scheduler-plugins coscheduler waits for the whole gang before it "
+                "releases the pods it holds and tries again.",
+            },
+        },
+    }
+
+
 def role_schema(template: dict[str, Any], role: str) -> dict[str, Any]:
     replicas: dict[str, Any] = {
         "type": "integer", "format": "int32", "minimum": 0, "default": 1,
@@ -251,6 +286,10 @@ def spec_schema(component: Component) -> dict[str, Any]:
             "false again resumes it (startTime is reset).",
         },
         "networkPolicy": network_policy_schema(component(NETWORK_POLICY_PEER)),
+        "schedulingPolicy": scheduling_policy_schema(
+            "spec.schedulingPolicy", "Gang scheduling: the job's PodGroup for the operator's --gang-scheduler "
+            "(Volcano or the scheduler-plugins coscheduler), so all of its pods are placed together or none is. "
+            "Not used without a gang scheduler."),
     })
     return {
         "type": "object",

@@ -46,6 +46,9 @@ class Plan:
     create_network_policy: dict[str, Any] | None = None
     patch_network_policy: tuple[Mapping[str, Any], dict[str, Any]] | None = None  # (the policy, the patch)
     delete_network_policy: Mapping[str, Any] | None = None
+    create_pod_group: dict[str, Any] | None = None
+    patch_pod_group: tuple[Mapping[str, Any], dict[str, Any]] | None = None  # (the PodGroup, the patch)
+    delete_pod_group: Mapping[str, Any] | None = None
     status: dict[str, Any] = field(default_factory=dict)
     events: list[Event] = field(default_factory=list)
     requeue_after: float | None = None

@@ -38,7 +38,7 @@ from controller.job.kubeflow.validation import validate_tfjob
 from controller.job.validation import Problem, validate_job
 from tfjob_api import kubeflow
 from tfjob_api.defaults import apply_defaults
-from tfjob_api.kubeflow_model import ignored_fields, to_model
+from tfjob_api.kubeflow_model import NO_GANG_SCHEDULER, ignored_fields, to_model
 from tfjob_api.kubeflow_status import to_model_status, to_tfjob_status
 from tfjob_api.names import GROUP, KIND, PLURAL, VERSION
 
@@ -112,8 +112,11 @@ class JobKind(ABC):
         that name no controller)."""
         return True
 
-    def ignored_fields(self, stored: Mapping[str, Any]) -> list[str]:
-        """Its fields that are accepted but not used, each with why (warned about until created)."""
+    def ignored_fields(self, stored: Mapping[str, Any], gang_scheduling: bool = False) -> list[str]:
+        """Its fields that are accepted but not used, each with why (warned about until created);
+        `gang_scheduling`: whether the operator runs with a gang scheduler."""
+        if (stored.get("spec") or {}).get("schedulingPolicy") and not gang_scheduling:
+            return [f"spec.schedulingPolicy is not used: {NO_GANG_SCHEDULER}"]
         return []
 
     def to_tensorflowjob(self, document: Mapping[str, Any]) -> Conversion | None:
@@ -177,8 +180,8 @@ class TFJobKind(JobKind):
         """By its `runPolicy.managedBy` (`controller.job.kubeflow.ownership`)."""
         return ownership.serves(stored, serve_unmanaged)
 
-    def ignored_fields(self, stored: Mapping[str, Any]) -> list[str]:
-        return ignored_fields(stored)
+    def ignored_fields(self, stored: Mapping[str, Any], gang_scheduling: bool = False) -> list[str]:
+        return ignored_fields(stored, gang_scheduling)
 
     def to_tensorflowjob(self, document: Mapping[str, Any]) -> Conversion | None:
         return convert(document)

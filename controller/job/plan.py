@@ -17,9 +17,11 @@ Decisions where the design leaves room (documented in docs/design.md §4):
   past its deletionTimestamp (which already includes its grace period).
 
 The production features of docs/production.md are planned here too: the job's NetworkPolicy
-(`netpol`: create, patch or delete it), restarts a stall rule most likely caused (`stalled`: reason
-`Stalled`), and the `Pending` condition saying which pods cannot be scheduled or started
-(`pending`). Start-up profiles and stall probes go into the pods through the builders.
+(`netpol`: create, patch or delete it), its gang scheduler's PodGroup (`gang`: created before the
+pods, patched when a role scales, deleted when the job is suspended or finished), restarts a stall
+rule most likely caused (`stalled`: reason `Stalled`), and the `Pending` condition saying which pods
+cannot be scheduled or started (`pending`, with the PodGroup's phase under a gang scheduler).
+Start-up profiles and stall probes go into the pods through the builders.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from controller.job import netpol, pending, stalled
+from controller.job import gang, netpol, pending, stalled
 from controller.job.builders import build_pod, build_service, desired_pod_keys
 from controller.job.draft import Event, Plan, PlanDraft
 from controller.job.kinds import TENSORFLOWJOB, JobKind
@@ -63,6 +65,7 @@ def plan_job(
     problems: Sequence[Problem] | None = None,
     validate: Callable[[Mapping[str, Any]], Sequence[Problem]] = validate_job,
     kind: JobKind = TENSORFLOWJOB,
+    gang_view: gang.GangView | None = None,
 ) -> Plan:
     """Decide what to do for one (defaulted) job. `pending_deletes` holds UIDs of pods this
     controller already deleted whose deletion the cache has not shown yet: they are treated as
@@ -73,7 +76,8 @@ def plan_job(
     given, are the job's problems; else `validate(job)` is asked, and only while the job is active
     (the reconciler passes a check it remembers per job and that validates a TFJob as one; the
     default validates the model as a TensorFlowJob). `kind` is the job's kind (`controller.job.kinds`),
-    which the objects it creates are owned by and labelled for. A model that says `kind: TFJob` names
+    which the objects it creates are owned by and labelled for. `gang_view` is the operator's gang
+    scheduler and the job's PodGroup in the cache (None: no gang scheduling). A model that says `kind: TFJob` names
     that kind in its messages; `backoffLimit: None` means no limit (Kubeflow's default for TFJobs)."""
     planner = _Planner(job, pods, service, now, node_ready, pending_deletes, cluster_domain, gate)
     planner.network_policy = network_policy
@@ -81,6 +85,7 @@ def plan_job(
     planner.source_problems = problems
     planner.validate = validate
     planner.job_kind = kind
+    planner.gang = gang_view
     return planner.plan()
 
 
@@ -108,6 +113,7 @@ class _Planner(PlanDraft):
         self.source_problems: Sequence[Problem] | None = None
         self.validate: Callable[[Mapping[str, Any]], Sequence[Problem]] = validate_job
         self.job_kind: JobKind = TENSORFLOWJOB
+        self.gang: gang.GangView | None = None
         self._serialized_cluster: SerializedCluster | None = None
 
     @property
@@ -138,10 +144,12 @@ class _Planner(PlanDraft):
             return
         self._network_policy()
         if self.spec.get("suspend"):
+            self._drop_pod_group()
             self._suspend("Suspended", f"{self.kind} {self.name} is suspended: it has no pods until "
                           "spec.suspend is false.")
             return
         if self.gate is not None:
+            self._drop_pod_group()
             self._suspend(*self.gate)
             return
         if cond.is_true(self.conditions, cond.SUSPENDED):
@@ -151,6 +159,7 @@ class _Planner(PlanDraft):
             self.status.pop("completionTime", None)
         if self._deadline_passed():
             return
+        self._pod_group()
         self._handle_terminating()
         if self._succeeded():
             return
@@ -165,6 +174,7 @@ class _Planner(PlanDraft):
     def _finished(self) -> None:
         succeeded = cond.is_true(self.conditions, cond.SUCCEEDED)
         self.clean_up(succeeded)
+        self._drop_pod_group()  # a finished job holds no place in the gang scheduler's queue
         self._handle_terminating()
         ttl = self.spec.get("ttlSecondsAfterFinished")
         finished_at = parse_time(self.status.get("completionTime")) or self.now
@@ -199,6 +209,32 @@ class _Planner(PlanDraft):
         patch = netpol.spec_patch(existing, self.job)
         if patch is not None:
             self.out.patch_network_policy = (existing, patch)
+
+    # ---- the gang scheduler's PodGroup -------------------------------------------------------------
+
+    def _pod_group(self) -> None:
+        """Create the job's PodGroup (before its pods: the reconciler creates no pod while it is
+        missing), or patch it when the job's gang changed (a role scaled, minAvailable edited)."""
+        view = self.gang
+        if view is None:
+            return
+        existing = view.existing
+        if existing is not None and existing["metadata"].get("deletionTimestamp"):
+            return  # on its way out (a suspension): recreated once it is gone
+        if existing is None:
+            self.out.create_pod_group = gang.build_pod_group(self.job, view.scheduler, self.job_kind)
+            return
+        patch = gang.spec_patch(existing, self.job, view.scheduler)
+        if patch is not None:
+            self.out.patch_pod_group = (existing, patch)
+
+    def _drop_pod_group(self) -> None:
+        view = self.gang
+        if view is not None and view.existing is not None and not view.existing["metadata"].get("deletionTimestamp"):
+            self.out.delete_pod_group = view.existing
+
+    def _gang_admitted(self) -> bool:
+        return self.gang is None or gang.admitted(self.gang)
 
     # ---- suspend ---------------------------------------------------------------------------------
 
@@ -388,11 +424,21 @@ class _Planner(PlanDraft):
     # ---- creation ------------------------------------------------------------------------------
 
     def _create_missing(self) -> None:
+        admitted = self._gang_admitted()
+        other_schedulers: set[str] = set()
         for role, index in desired_pod_keys(self.job):
-            if self.observed.by_slot.get((role, index)):
-                continue  # a pod (maybe terminating) still holds the name
-            self.out.create_pods.append(build_pod(self.job, role, index, self.cluster_domain, self._cluster,
-                                                  self.profiles, self.job_kind))
+            if self.observed.by_slot.get((role, index)) or not admitted:
+                continue  # a pod (maybe terminating) still holds the name, or Volcano has not admitted the gang
+            pod = build_pod(self.job, role, index, self.cluster_domain, self._cluster, self.profiles, self.job_kind)
+            if self.gang is not None:
+                other = gang.decorate_pod(pod, self.name, role, self.gang.scheduler)
+                if other:
+                    other_schedulers.add(other)
+            self.out.create_pods.append(pod)
+        if other_schedulers and self.gang is not None:
+            self.out.events.append(Event("Warning", "SetPodTemplateSchedulerName", (
+                f"Pod templates name scheduler(s) {', '.join(sorted(other_schedulers))}; the gang scheduler "
+                f"{self.gang.scheduler.scheduler_name} is not used for those pods.")))
         # Pods that exist without a startTime were created by an operator that died before writing
         # it: start the clock now, or activeDeadlineSeconds would never fire.
         if not self.status.get("startTime") and (self.out.create_pods or self.live_pods()):
@@ -430,6 +476,8 @@ class _Planner(PlanDraft):
         has such a problem. Only a job that ever had one carries the condition."""
         finished = any(cond.is_true(self.conditions, kind) for kind in (cond.SUCCEEDED, cond.FAILED, cond.SUSPENDED))
         problem = None if finished else pending.summarize(self.live_pods())
+        if self.gang is not None and not finished:
+            problem = self._gang_pending(problem)
         if problem is None:
             self.condition_false(cond.PENDING, "Resolved", "No pod of the job is waiting to be scheduled or "
                                   "started with a problem.")
@@ -438,6 +486,20 @@ class _Planner(PlanDraft):
         was = before.get("reason") if before is not None and before.get("status") == "True" else None
         if self.condition(cond.PENDING, True, problem.reason, problem.message) and was != problem.reason:
             self.out.events.append(Event("Warning", problem.reason, problem.message))
+
+    def _gang_pending(self, problem: pending.Pending | None) -> pending.Pending | None:
+        """The Pending condition with the gang's side: pods the scheduler holds get the PodGroup's
+        phase after the scheduler's reason; a gang Volcano has not admitted (so no pod exists yet)
+        is Pending itself."""
+        assert self.gang is not None
+        said = gang.describe(self.gang)
+        if problem is not None:
+            return pending.Pending(problem.reason, f"{problem.message}; {said}", problem.pods)
+        missing = [key for key in desired_pod_keys(self.job) if not self.observed.by_slot.get(key)]
+        if self._gang_admitted() or not missing:
+            return None
+        return pending.Pending("PodGroupPending", f"{self.kind} {self.name} waits for {self.gang.scheduler.name} "
+                               f"to admit its gang of {gang.min_member(self.job)} pod(s): {said}.", ())
 
     # ---- helpers -------------------------------------------------------------------------------
 

@@ -95,6 +95,11 @@ def run(args: argparse.Namespace) -> int:
         return BAD_CONFIGURATION_EXIT_CODE
     recorder = EventRecorder(lambda ns, body: kube.create(resource_path("", "v1", "events", ns), body))
     try:
+        missing = missing_pod_group_api(kube, options)
+        if missing:
+            log.error(missing)
+            kube.close()
+            return BAD_CONFIGURATION_EXIT_CODE
         controller = Controller(kube, options, metrics=metrics, recorder=recorder)
     except ApiError as error:  # discovery (Kueue, TFJob) needs the API server: say so, no traceback
         log.error("cannot reach the API server to discover its APIs; exiting (a Deployment restarts it)",
@@ -185,6 +190,17 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def missing_pod_group_api(kube: Kube, options: ControllerOptions) -> str:
+    """Why the operator cannot start with its `--gang-scheduler` ("" when it can): the gang
+    scheduler's PodGroup API is not served, so the scheduler is not installed (as Kubeflow's
+    operator does, it exits rather than run jobs whose pods would wait for a scheduler that is not there)."""
+    gang = options.gang
+    if gang is None or kube.has_api(gang.group, gang.version, gang.kind, crds=False):
+        return ""
+    return (f"--gang-scheduler={gang.name}: the API server does not serve {gang.api_version} {gang.kind}; "
+            f"install {gang.name} (its CRDs and scheduler) first, or run with --gang-scheduler=none")
+
+
 def controller_options(args: argparse.Namespace, profiles: Sequence[Profile]) -> ControllerOptions:
     """The controller's options from `run`'s flags (whose defaults are `controller.options.DEFAULTS`)
     and the start-up profiles read from `--profiles`."""
@@ -193,4 +209,5 @@ def controller_options(args: argparse.Namespace, profiles: Sequence[Profile]) ->
         resync=args.resync, kueue=args.kueue, kubeflow_tfjob=args.kubeflow_tfjob,
         kubeflow_tfjob_without_managed_by=args.kubeflow_tfjob_without_managed_by,
         network_policy=args.network_policy, profiles=tuple(profiles),
+        gang_scheduler=args.gang_scheduler, gang_scheduler_name=args.gang_scheduler_name,
     )

@@ -21,13 +21,15 @@ from typing import Any, NamedTuple
 
 import yaml
 
-from controller.job import netpol
+from controller.job import gang, netpol
 from controller.job.builders import build_pods, build_service
+from controller.job.gang import gang_scheduler
 from controller.job.kinds import kind_of_document
 from controller.job.profile_file import ProfileError
 from controller.options import DEFAULTS
 from controller.process.profiles import load_profiles
 from tfjob_api.documents import InputError, describe, is_companion, load_documents
+from tfjob_api.names import REPLICA_TYPE_LABEL
 
 
 class Checked(NamedTuple):
@@ -93,8 +95,16 @@ def _render(args: argparse.Namespace) -> int:
         job = kind.model(item.doc)
         if kind.network_policy and netpol.wanted(job, args.network_policy == "on"):
             objects.append(netpol.build_network_policy(job, kind))
+        scheduler = gang_scheduler(args.gang_scheduler, args.gang_scheduler_name)
+        if scheduler is not None:
+            objects.append(gang.build_pod_group(job, scheduler, kind))
         objects.append(build_service(job, kind))
-        objects.extend(build_pods(job, args.cluster_domain, profiles, kind))
+        pods = build_pods(job, args.cluster_domain, profiles, kind)
+        if scheduler is not None:
+            for pod in pods:
+                gang.decorate_pod(pod, job["metadata"]["name"], pod["metadata"]["labels"][REPLICA_TYPE_LABEL],
+                                  scheduler)
+        objects.extend(pods)
     if args.output == "json":
         print(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}, indent=2))
     else:
@@ -150,6 +160,12 @@ def _production_flags(command: argparse.ArgumentParser) -> None:
     command.add_argument("--network-policy", choices=["on", "off"], default=DEFAULTS.network_policy,
                          help="on: jobs get a NetworkPolicy unless spec.networkPolicy.enabled is false "
                          f"(default {DEFAULTS.network_policy})")
+    command.add_argument("--gang-scheduler", choices=["none", "volcano", "scheduler-plugins"],
+                         default=DEFAULTS.gang_scheduler,
+                         help="a PodGroup per job, so all of its pods are placed together or none is: Volcano or "
+                         f"the scheduler-plugins coscheduler (default {DEFAULTS.gang_scheduler})")
+    command.add_argument("--gang-scheduler-name", default=DEFAULTS.gang_scheduler_name, metavar="NAME",
+                         help="the schedulerName the pods ask for (default: volcano, or scheduler-plugins-scheduler)")
     command.add_argument("--profiles", metavar="FILE", default=None,
                          help="start-up profiles: env vars and args by TensorFlow image (YAML; docs/production.md)")
 

@@ -1,5 +1,5 @@
 """A stand-in for the controller's informer caches, for reconciler tests: one job, its pods, its
-Service and its NetworkPolicy, as plain dicts (the reconciler's `Caches` protocol)."""
+Service, its NetworkPolicy and its PodGroup, as plain dicts (the reconciler's `Caches` protocol)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ from typing import Any
 class FakeCaches:
     def __init__(self, job: dict[str, Any] | None, pods: list[dict[str, Any]] | None = None,
                  service: dict[str, Any] | None = None, policy: dict[str, Any] | None = None,
-                 key: str | None = None) -> None:
+                 key: str | None = None, pod_group: dict[str, Any] | None = None) -> None:
         """With `key`, asking for any other job key fails the test."""
         self.job, self.pods, self.service, self.policy, self.key = job, pods or [], service, policy, key
+        self.pod_group = pod_group
+        self.pod_group_reads = 0
 
     def get_job(self, key: str) -> dict[str, Any] | None:
         assert self.key is None or key == self.key, f"asked for {key}, not {self.key}"
@@ -28,3 +30,7 @@ class FakeCaches:
 
     def get_network_policy(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self.policy if self.policy and self.policy["metadata"]["name"] == name else None
+
+    def get_pod_group(self, namespace: str, name: str) -> dict[str, Any] | None:
+        self.pod_group_reads += 1
+        return self.pod_group if self.pod_group and self.pod_group["metadata"]["name"] == name else None

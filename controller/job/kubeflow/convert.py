@@ -54,11 +54,13 @@ def convert(tfjob: Mapping[str, Any]) -> Conversion:
         out["successPolicy"] = spec["successPolicy"]
     if spec["suspend"]:
         out["suspend"] = True
+    if "schedulingPolicy" in spec:
+        out["schedulingPolicy"] = spec["schedulingPolicy"]
     managed_by = ((tfjob.get("spec") or {}).get("runPolicy") or {}).get("managedBy")
     if managed_by:
         notes.append(f"spec.runPolicy.managedBy ({managed_by}) does not carry over: this operator "
                      "runs every TensorFlowJob")
-    notes += ignored_fields(tfjob)
+    notes += ignored_fields(tfjob, gang_scheduling=True)  # schedulingPolicy carries over
     if "evaluator" in out:
         notes.append("the evaluator is not listed in TF_CONFIG's cluster (Kubeflow's operator listed it); its own "
                      "TF_CONFIG says task type evaluator")

@@ -31,3 +31,21 @@ def test_an_unreachable_api_server_at_start_exits_3_naming_the_server(mocker: Mo
     assert "cannot reach the API server" in message
     assert fields["server"] == "https://127.0.0.1:6443" and "connection refused" in fields["error"]
     kube.close.assert_called_once()
+
+
+def test_a_gang_scheduler_whose_pod_group_api_is_not_served_stops_the_start(mocker: MockerFixture) -> None:
+    kube = Mock(spec=Kube)
+    kube.has_api.return_value = False
+    mocker.patch.object(app.Kube, "load", return_value=kube)
+    mocker.patch.object(app.logs, "configure")
+    log = mocker.patch.object(app, "log")
+    controller = mocker.patch.object(app, "Controller")
+    args = build_parser().parse_args(["run", "--kubeconfig", "/dev/null", "--metrics-addr", "0", "--health-addr", "0",
+                                      "--gang-scheduler", "scheduler-plugins"])
+
+    assert app.run(args) == app.BAD_CONFIGURATION_EXIT_CODE
+
+    kube.has_api.assert_called_once_with("scheduling.x-k8s.io", "v1alpha1", "PodGroup", crds=False)
+    [(message,), _] = log.error.call_args
+    assert "does not serve scheduling.x-k8s.io/v1alpha1 PodGroup" in message and "--gang-scheduler=none" in message
+    controller.assert_not_called()

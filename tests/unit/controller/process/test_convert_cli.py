@@ -32,11 +32,12 @@ def test_convert_prints_the_equivalent_tensorflowjob(tmp_path: pathlib.Path,
 
 def test_convert_names_what_does_not_carry_over_on_stderr(tmp_path: pathlib.Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
-    tfjob = tfjob_manifest("mnist", {"Worker": replica(2)}, backoffLimit=1, schedulingPolicy={"minAvailable": 2})
+    tfjob = tfjob_manifest("mnist", {"Worker": replica(2)}, backoffLimit=1)
+    tfjob["spec"]["enableDynamicWorker"] = True
     assert main(["convert", "-f", write(tmp_path, tfjob), "-o", "json"]) == 0
     captured = capsys.readouterr()
     assert json.loads(captured.out)["kind"] == "TensorFlowJob"
-    assert captured.err.startswith("note: TFJob mnist: spec.runPolicy.schedulingPolicy is not used")
+    assert captured.err.startswith("note: TFJob mnist: spec.enableDynamicWorker is not used")
 
 
 def test_convert_refuses_an_invalid_tfjob_naming_the_field(tmp_path: pathlib.Path,

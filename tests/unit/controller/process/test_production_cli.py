@@ -111,3 +111,13 @@ def test_run_with_a_bad_profiles_file_exits_at_start_naming_the_entry(tmp_path: 
     line = json.loads(result.stdout.strip().splitlines()[-1])
     assert line["event"] == "bad start-up profiles file"
     assert line["error"] == f"{profiles}: profiles[0] (onednn-off).env.TF_ENABLE_ONEDNN_OPTS: 0 is not of type 'string'"
+
+
+def test_render_with_a_gang_scheduler_shows_the_pod_group_and_the_pods_pointed_at_it(
+        job_file: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    items = rendered(capsys, "-f", str(job_file), "--gang-scheduler", "volcano")
+    group = next(i for i in items if i["kind"] == "PodGroup")
+    assert group["apiVersion"] == "scheduling.volcano.sh/v1beta1" and group["spec"]["minMember"] == 2
+    pods = [i for i in items if i["kind"] == "Pod"]
+    assert {p["spec"]["schedulerName"] for p in pods} == {"volcano"}
+    assert {p["metadata"]["annotations"]["volcano.sh/task-spec"] for p in pods} == {"worker"}

@@ -38,7 +38,15 @@ def test_what_does_not_carry_over_is_named_field_by_field() -> None:
                            managedBy="kubeflow.org/training-operator", schedulingPolicy={"queue": "q"})
     tfjob["spec"]["enableDynamicWorker"] = True
     assert [note.split(" ")[0] for note in convert(tfjob).notes] == [
-        "spec.runPolicy.managedBy", "spec.runPolicy.schedulingPolicy", "spec.enableDynamicWorker", "the"]
+        "spec.runPolicy.managedBy", "spec.enableDynamicWorker", "the"]
+
+
+def test_scheduling_policy_carries_over_to_the_tensorflowjobs_own_field() -> None:
+    policy = {"minAvailable": 2, "queue": "q", "priorityClass": "high", "minResources": {"cpu": "4"}}
+    tfjob = tfjob_manifest("j", {"Worker": replica(2)}, backoffLimit=1, schedulingPolicy=policy)
+    conversion = convert(tfjob)
+    assert conversion.job["spec"]["schedulingPolicy"] == policy
+    assert conversion.notes == []
 
 
 def test_the_tensorflowjob_plans_as_the_tfjobs_own_model() -> None:
