@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install binaries real-node-deps real-binaries images helm argo prometheus test test-real test-tools unit lint run bench chaos clean tf-heartbeat
+.PHONY: install binaries scheduler-plugins real-node-deps real-binaries images helm argo prometheus test test-real test-tools unit lint run bench chaos clean tf-heartbeat
 
 # Two distributions from this repository: the operator (.) and the user tools it builds on (client/).
 $(VENV)/.installed: setup.cfg pyproject.toml client/setup.cfg
@@ -17,6 +17,11 @@ install: $(VENV)/.installed
 
 binaries:
 	bash devcluster/build-binaries.sh core
+
+# The gang scheduler the gang-scheduling tests run beside kube-scheduler: kubernetes-sigs
+# scheduler-plugins (Coscheduling) and its PodGroup controller, built into the cache outside the repo.
+scheduler-plugins:
+	bash devcluster/build-binaries.sh scheduler-plugins
 
 # What real nodes need from Debian's packages (containerd, runc, CNI plugins, iptables, ipset, image
 # tools); real-binaries builds their Go binaries (kubelet, kube-proxy, coredns, kube-router) into the

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build the local control plane's binaries from Go modules into a cache outside the repo
-# (core, kueue), and the binaries of real nodes (real: kubelet, kube-proxy, coredns, kube-router).
+# (core, kueue, scheduler-plugins), and the binaries of real nodes (real: kubelet, kube-proxy, coredns, kube-router).
 #
 # Idempotent: when every binary for the pinned versions is already in the cache it
 # exits at once. The versions are pinned in devcluster/versions.env (the one place).
@@ -11,10 +11,17 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 source "$HERE/versions.env"
 OUT="${TFJOB_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tfjob-operator/k8s-$K8S_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION}"
 KUEUE_OUT="${TFJOB_KUEUE_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tfjob-operator/kueue-$KUEUE_VERSION}"
+SP_OUT="${TFJOB_SCHEDULER_PLUGINS_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tfjob-operator/scheduler-plugins-$SCHEDULER_PLUGINS_VERSION}"
 REAL_OUT="${TFJOB_REAL_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tfjob-operator/real-k8s-$K8S_VERSION-coredns-$COREDNS_VERSION-kube-router-$KUBE_ROUTER_VERSION}"
-WHAT="${1:-core}"   # core | kueue | real | all (core + kueue) | dir | kueue-dir | real-dir
+WHAT="${1:-core}"   # core | kueue | scheduler-plugins | real | all (core + kueue) | dir | kueue-dir | scheduler-plugins-dir | real-dir
 
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-trimpath
+# k8s.io modules whose v$SCHEDULER_PLUGINS_VERSION (the tag scheduler-plugins' go.mod replaces them with)
+# the module proxy refuses, with the nearest patch release of the same minor it serves (module@version).
+SCHEDULER_PLUGINS_PROXY_FIXES="k8s.io/cli-runtime@v0.34.8 k8s.io/cluster-bootstrap@v0.34.8 k8s.io/cri-api@v0.34.5
+  k8s.io/cri-client@v0.34.8 k8s.io/csi-translation-lib@v0.34.8 k8s.io/endpointslice@v0.34.8 k8s.io/externaljwt@v0.34.5
+  k8s.io/kube-aggregator@v0.34.8 k8s.io/kube-controller-manager@v0.34.8 k8s.io/kube-proxy@v0.34.5
+  k8s.io/kubectl@v0.34.8 k8s.io/sample-apiserver@v0.34.4"
 
 have_core() {
   for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok; do
@@ -144,6 +151,69 @@ build_kueue() {
   echo "build-binaries: kueue done in $((SECONDS-start)) s -> $KUEUE_OUT (binary kueue, CRDs in crd/)"
 }
 
+build_scheduler_plugins() {
+  # The kubernetes-sigs scheduler-plugins scheduler (kube-scheduler with the out-of-tree plugins,
+  # Coscheduling among them) as `kube-scheduler-plugins`, its controller (PodGroup and ElasticQuota
+  # reconcilers) as `scheduler-plugins-controller`, and the two CRDs they watch (config/crd/bases:
+  # podgroups, elasticquotas) in crd/; devcluster/schedulerplugins.py runs them.
+  # The module's go.mod replaces every k8s.io staging module, so `go install mod@version` is refused:
+  # a wrapper module requires it, copies its replace directives and builds its two commands.
+  if [ -x "$SP_OUT/kube-scheduler-plugins" ] && [ -x "$SP_OUT/scheduler-plugins-controller" ] && [ -f "$SP_OUT/.complete" ]; then
+    echo "build-binaries: reusing $SP_OUT"; return 0
+  fi
+  mkdir -p "$SP_OUT"
+  rm -f "$SP_OUT/.complete"
+  local W; W=$(mktemp -d)
+  trap 'rm -rf "$W"; trap - RETURN' RETURN
+  local start=$SECONDS t MOD="sigs.k8s.io/scheduler-plugins" INFO GOMOD SPMOD GOLINE KV LDFLAGS b pkg
+  INFO=$(go mod download -json "$MOD@v$SCHEDULER_PLUGINS_VERSION")
+  GOMOD=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])' <<<"$INFO")
+  SPMOD=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])' <<<"$INFO")
+  GOLINE=$(grep -m1 '^go ' "$GOMOD")
+  mkdir -p "$W/sp" && cd "$W/sp"
+  # Every replace directive of upstream's go.mod (single lines and blocks: each k8s.io staging module
+  # => its v0.34.N tag), except that the module proxy does not serve v$SCHEDULER_PLUGINS_VERSION of the
+  # modules in SCHEDULER_PLUGINS_PROXY_FIXES (403 "not available"), so those take the nearest patch it
+  # serves. Of them only csi-translation-lib is compiled in (the scheduler's volume plugins); the
+  # others are in the module graph only.
+  {
+    printf 'module local/scheduler-plugins-devcluster\n\n%s\n\nrequire %s v%s\n\n' "$GOLINE" "$MOD" "$SCHEDULER_PLUGINS_VERSION"
+    awk -v fixes="$SCHEDULER_PLUGINS_PROXY_FIXES" '
+      BEGIN { n = split(fixes, pairs, " "); for (i = 1; i <= n; i++) { split(pairs[i], kv, "@"); fix[kv[1]] = kv[2] } }
+      /^replace[[:space:]]*\($/ { block = 1; print; next }
+      block && /^\)$/ { block = 0; print; next }
+      block || /^replace[[:space:]]+[^(]/ { if ($(NF-1) in fix) { $NF = fix[$(NF-1)] } print }' "$GOMOD"
+  } > go.mod
+  printf '//go:build tools\n\npackage tools\n\nimport (\n\t_ "%s/cmd/controller"\n\t_ "%s/cmd/scheduler"\n)\n' "$MOD" "$MOD" > tools.go
+  t=$SECONDS
+  go mod tidy
+  echo "build-binaries: scheduler-plugins wrapper module ready in $((SECONDS-t)) s"
+  # Stamp the version of the kube-scheduler it is built from (the k8s.io/kubernetes tag its go.mod
+  # replaces to), not upstream Makefile's v0.34.N: kube-scheduler derives its emulation version from
+  # gitVersion, and 0.34 is refused at start ("emulation version 0.34 is not between [1.31, 0.34.0]").
+  KV=$(awk '$1 == "k8s.io/kubernetes" && $2 == "=>" { print $NF }' "$GOMOD")
+  [ -n "$KV" ] || { echo "build-binaries: no k8s.io/kubernetes replace line in $GOMOD" >&2; return 1; }
+  LDFLAGS="-s -w"
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    LDFLAGS="$LDFLAGS -X $pkg.gitVersion=$KV -X $pkg.gitMajor=1 -X $pkg.gitMinor=$(echo "$KV" | cut -d. -f2) -X $pkg.gitTreeState=clean"
+  done
+  for b in scheduler:kube-scheduler-plugins controller:scheduler-plugins-controller; do
+    pkg=${b%%:*} b=${b#*:}
+    [ -x "$SP_OUT/$b" ] && continue
+    t=$SECONDS
+    go build -ldflags "$LDFLAGS" -o "$SP_OUT/$b.tmp.$$" "$MOD/cmd/$pkg"
+    mv -f "$SP_OUT/$b.tmp.$$" "$SP_OUT/$b"
+    echo "build-binaries: $b built in $((SECONDS-t)) s (after $((SECONDS-start)) s)"
+  done
+  rm -rf "$SP_OUT/crd"
+  mkdir -p "$SP_OUT/crd"
+  cp "$SPMOD"/config/crd/bases/scheduling.x-k8s.io_podgroups.yaml "$SPMOD"/config/crd/bases/scheduling.x-k8s.io_elasticquotas.yaml "$SP_OUT/crd/"
+  chmod -R u+w "$SP_OUT/crd"
+  "$SP_OUT/kube-scheduler-plugins" --version
+  touch "$SP_OUT/.complete"
+  echo "build-binaries: scheduler-plugins done in $((SECONDS-start)) s -> $SP_OUT (kube-scheduler-plugins, scheduler-plugins-controller, CRDs in crd/)"
+}
+
 # The CoreDNS plugins the real nodes' Corefile uses (corefile() in devcluster/realnode_config.py);
 # a plugin added there must be added here too (an unknown directive stops CoreDNS at start-up).
 COREDNS_PLUGINS="bind errors ready kubernetes template"
@@ -252,10 +322,12 @@ build_real() {
 case "$WHAT" in
   core) build_core ;;
   kueue) build_kueue ;;
+  scheduler-plugins) build_scheduler_plugins ;;
   real) build_real ;;
   all) build_core; build_kueue ;;
   dir) echo "$OUT" ;;
   kueue-dir) echo "$KUEUE_OUT" ;;
+  scheduler-plugins-dir) echo "$SP_OUT" ;;
   real-dir) echo "$REAL_OUT" ;;
-  *) echo "usage: build-binaries.sh [core|kueue|real|all|dir|kueue-dir|real-dir]" >&2; exit 2 ;;
+  *) echo "usage: build-binaries.sh [core|kueue|scheduler-plugins|real|all|dir|kueue-dir|scheduler-plugins-dir|real-dir]" >&2; exit 2 ;;
 esac
