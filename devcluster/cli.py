@@ -18,22 +18,39 @@ from .cluster import Cluster, ClusterError
 from .components import COMPONENTS, canonical
 from .hostnet import HostNetworkError
 from .realnodes import RealNodeError
+from .schedulerplugins import BINARIES as GANG_BINARIES
+from .schedulerplugins import SCHEDULER_NAME, SchedulerPlugins, SchedulerPluginsError, find_scheduler_plugins_dir
 
 
 def cmd_up(args: argparse.Namespace) -> int:
     cluster = Cluster(args.dir)
     started = time.monotonic()
+    gang_bin_dir = None
+    if args.gang_scheduler == "scheduler-plugins":
+        gang_bin_dir = find_scheduler_plugins_dir()  # built before the cluster starts: minutes when cold
     cluster.up(nodes=args.nodes, cpus=args.cpus, memory=args.memory, pods=args.pods, gpus=args.gpus,
                timeout=args.timeout, pod_logs=not args.no_pod_logs, real_nodes=args.real_nodes)
+    gang_scheduler = SchedulerPlugins(cluster, gang_bin_dir)
+    gang_scheduler.stop()  # leftovers of a crashed run in this folder, bound to the old cluster
+    gang = ""
+    if gang_bin_dir is not None:
+        try:
+            gang_scheduler.start()
+        except BaseException:
+            cluster.down()
+            raise
+        gang = f", gang scheduler schedulerName {SCHEDULER_NAME}"
     real = f" and {len(cluster.real_nodes)} real" if cluster.real_nodes else ""
     print(f"devcluster up in {time.monotonic() - started:.1f}s: {cluster.api_url}, "
-          f"{len(cluster.nodes)} fake{real} nodes, folder {cluster.dir}", file=sys.stderr)
+          f"{len(cluster.nodes)} fake{real} nodes{gang}, folder {cluster.dir}", file=sys.stderr)
     print(f"export KUBECONFIG={cluster.kubeconfig}")
     return 0
 
 
 def cmd_down(args: argparse.Namespace) -> int:
-    Cluster(args.dir).down()
+    cluster = Cluster(args.dir)
+    SchedulerPlugins(cluster).stop()  # a no-op unless `up --gang-scheduler` (or a test) started it
+    cluster.down()
     return 0
 
 
@@ -45,10 +62,11 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"not running ({cluster.dir})")
         return 1
     print(f"folder     {cluster.dir}\napi        {cluster.api_url}\nkubeconfig {cluster.kubeconfig}")
-    for component, s in status.items():
+    # The gang scheduler's two processes when `up --gang-scheduler scheduler-plugins` (or a test) started them.
+    for component, s in {**status, **SchedulerPlugins(cluster).status()}.items():
         state = "running" if s["running"] else "STOPPED"
         port = f"127.0.0.1:{s['port']}" if s["port"] else "-"
-        print(f"{component:<24} {state:<8} pid {s['pid'] or '-':<8} {port:<16} {s['log']}")
+        print(f"{component:<28} {state:<8} pid {s['pid'] or '-':<8} {port:<16} {s['log']}")
     if len(running) == len(cluster.components):
         print(cluster.kubectl("get", "nodes", check=False).stdout, end="")
         return 0
@@ -61,7 +79,11 @@ def cmd_kubeconfig(args: argparse.Namespace) -> int:
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
-    print(Cluster(args.dir).logs(canonical(args.component), tail=args.tail), end="")
+    cluster = Cluster(args.dir)
+    if args.component in GANG_BINARIES:
+        print(SchedulerPlugins(cluster).logs(args.component, tail=args.tail), end="")
+    else:
+        print(cluster.logs(canonical(args.component), tail=args.tail), end="")
     return 0
 
 
@@ -89,6 +111,10 @@ def _up_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--real-nodes", type=int, default=0,
                         help="real nodes (kubelet + containerd, real containers) beside the fake ones; needs "
                              "root and `make real-node-deps`; tainted when there are fake nodes too (default 0)")
+    parser.add_argument("--gang-scheduler", choices=("none", "scheduler-plugins"), default="none",
+                        help="also run a gang scheduler beside kube-scheduler: `scheduler-plugins` is the "
+                             "kubernetes-sigs Coscheduling scheduler (schedulerName scheduler-plugins-scheduler) "
+                             "with its PodGroup controller, built on first use (default none)")
     parser.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for readiness")
     parser.add_argument("--no-pod-logs", action="store_true",
                         help="do not run the agent that writes the simulated containers' logs (kubectl logs)")
@@ -96,7 +122,8 @@ def _up_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _logs_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("component", help="one of " + ", ".join(COMPONENTS) + " (or apiserver, kcm, scheduler); "
-                        "with real nodes also containerd-N, kubelet-N, coredns, kube-proxy, kube-router")
+                        "with real nodes also containerd-N, kubelet-N, coredns, kube-proxy, kube-router; with "
+                        "--gang-scheduler also " + ", ".join(GANG_BINARIES))
     parser.add_argument("--tail", type=int, default=None, help="only the last N lines")
 
 
@@ -131,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     function = COMMANDS[args.command][0]
     try:
         return function(args)
-    except (ClusterError, MissingBinariesError, RealNodeError, HostNetworkError, ValueError) as error:
+    except (ClusterError, MissingBinariesError, RealNodeError, HostNetworkError, SchedulerPluginsError,
+            ValueError) as error:
         print(f"tfjob-devcluster {args.command}: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
