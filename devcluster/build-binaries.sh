@@ -13,7 +13,7 @@ OUT="${TFJOB_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tfjob-operator/k8s-$K8S_VE
 KUEUE_OUT="${TFJOB_KUEUE_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tfjob-operator/kueue-$KUEUE_VERSION}"
 SP_OUT="${TFJOB_SCHEDULER_PLUGINS_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tfjob-operator/scheduler-plugins-$SCHEDULER_PLUGINS_VERSION}"
 REAL_OUT="${TFJOB_REAL_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tfjob-operator/real-k8s-$K8S_VERSION-coredns-$COREDNS_VERSION-kube-router-$KUBE_ROUTER_VERSION}"
-WHAT="${1:-core}"   # core | kueue | scheduler-plugins | real | all (core + kueue) | dir | kueue-dir | scheduler-plugins-dir | real-dir
+WHAT="${1:-core}"   # core | kueue | scheduler-plugins | scheduler-plugins-crds | real | all (core + kueue) | dir | kueue-dir | scheduler-plugins-dir | real-dir
 
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-trimpath
 # k8s.io modules whose v$SCHEDULER_PLUGINS_VERSION (the tag scheduler-plugins' go.mod replaces them with)
@@ -149,6 +149,19 @@ build_kueue() {
   [ "$(find "$KUEUE_OUT/crd" -name '*.yaml' | wc -l)" -eq 11 ] || { echo "build-binaries: expected 11 Kueue CRDs in $KMOD/config/components/crd/bases" >&2; return 1; }
   touch "$KUEUE_OUT/.complete"
   echo "build-binaries: kueue done in $((SECONDS-start)) s -> $KUEUE_OUT (binary kueue, CRDs in crd/)"
+}
+
+fetch_scheduler_plugins_crds() {
+  # Only the two CRDs of the scheduler-plugins module (seconds: one module zip, nothing compiled), for
+  # tests of the operator's PodGroups against the real CRD without the scheduler running.
+  if [ -f "$SP_OUT/crd/scheduling.x-k8s.io_podgroups.yaml" ]; then echo "build-binaries: reusing $SP_OUT/crd"; return 0; fi
+  local SPMOD
+  SPMOD=$(go mod download -json "sigs.k8s.io/scheduler-plugins@v$SCHEDULER_PLUGINS_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+  mkdir -p "$SP_OUT/crd.tmp.$$"
+  cp "$SPMOD"/config/crd/bases/scheduling.x-k8s.io_podgroups.yaml "$SPMOD"/config/crd/bases/scheduling.x-k8s.io_elasticquotas.yaml "$SP_OUT/crd.tmp.$$/"
+  chmod -R u+w "$SP_OUT/crd.tmp.$$"
+  rm -rf "$SP_OUT/crd" && mv "$SP_OUT/crd.tmp.$$" "$SP_OUT/crd"
+  echo "build-binaries: scheduler-plugins CRDs -> $SP_OUT/crd"
 }
 
 build_scheduler_plugins() {
@@ -323,11 +336,12 @@ case "$WHAT" in
   core) build_core ;;
   kueue) build_kueue ;;
   scheduler-plugins) build_scheduler_plugins ;;
+  scheduler-plugins-crds) fetch_scheduler_plugins_crds ;;
   real) build_real ;;
   all) build_core; build_kueue ;;
   dir) echo "$OUT" ;;
   kueue-dir) echo "$KUEUE_OUT" ;;
   scheduler-plugins-dir) echo "$SP_OUT" ;;
   real-dir) echo "$REAL_OUT" ;;
-  *) echo "usage: build-binaries.sh [core|kueue|scheduler-plugins|real|all|dir|kueue-dir|scheduler-plugins-dir|real-dir]" >&2; exit 2 ;;
+  *) echo "usage: build-binaries.sh [core|kueue|scheduler-plugins|scheduler-plugins-crds|real|all|dir|kueue-dir|scheduler-plugins-dir|real-dir]" >&2; exit 2 ;;
 esac

@@ -82,6 +82,12 @@ plugin's own default is 60). It bounds a stall seen on this cluster: while a gro
 keeps being retried, one member can be left out of the queue while its siblings wait in Permit
 holding their places; only the Permit timeout frees them, so the group starts up to this long after
 room is made."""
+UNSCHEDULABLE_FLUSH = "30s"
+"""The scheduler's `--pod-max-in-unschedulable-pods-duration` here (default 5m). A pod Coscheduling
+rejected ("optimistic rejection in PostFilter") is moved back to the active queue only by the events
+the plugin registers (a pod or PodGroup added or updated) or by this periodic flush -- not by the
+pods of another group going away. So after a job finishes, the next gang may wait up to this long
+for its retry; 30 s keeps the tests that wait for it short, the default is what clusters have."""
 
 
 class SchedulerPluginsError(RuntimeError):
@@ -115,6 +121,18 @@ def find_scheduler_plugins_dir(build: bool = True) -> Path:
                                     f"{folder} is incomplete (needs Go and the Go module proxy)")
     raise SchedulerPluginsError(f"{folder} lacks {' or '.join(BINARIES)} or .complete; "
                                 f"run `bash {BUILD_SCRIPT} scheduler-plugins`")
+
+
+def fetch_crds() -> Path:
+    """The folder of the two CRDs alone (`build-binaries.sh scheduler-plugins-crds`: the module is
+    downloaded, nothing is built), for clusters that only need the PodGroup API served."""
+    folder = scheduler_plugins_dir()
+    if not (folder / "crd" / "scheduling.x-k8s.io_podgroups.yaml").is_file():
+        result = subprocess.run(["bash", str(BUILD_SCRIPT), "scheduler-plugins-crds"], stdout=sys.stderr, check=False)
+        if result.returncode != 0:
+            raise SchedulerPluginsError(f"`bash {BUILD_SCRIPT} scheduler-plugins-crds` exited {result.returncode} "
+                                        "(needs Go and the Go module proxy)")
+    return folder
 
 
 def _http_ok(port: int, path: str) -> bool:
@@ -289,7 +307,8 @@ class SchedulerPlugins:
         commands = {
             SCHEDULER: [str(bin_dir / SCHEDULER), f"--config={self.config_file}",
                         f"--authentication-kubeconfig={kubeconfig}", f"--authorization-kubeconfig={kubeconfig}",
-                        "--bind-address=127.0.0.1", f"--secure-port={ports[SCHEDULER]}", "--profiling=false"],
+                        "--bind-address=127.0.0.1", f"--secure-port={ports[SCHEDULER]}", "--profiling=false",
+                        f"--pod-max-in-unschedulable-pods-duration={UNSCHEDULABLE_FLUSH}"],
             CONTROLLER: [str(bin_dir / CONTROLLER), f"--kubeconfig={kubeconfig}", "--metricsAddr=0",
                          f"--probeAddr=127.0.0.1:{ports[CONTROLLER]}", "--qps=50", "--burst=100"],
         }

@@ -6,6 +6,8 @@
   reach it with `spec.schedulerName: SCHEDULER_NAME` and join a PodGroup with the label
   `POD_GROUP_LABEL: <group>`. With TFJOB_DEVCLUSTER_DIR, one already running there (`tfjob-devcluster
   up --gang-scheduler scheduler-plugins`) is reused and left running.
+* `pod_group_api` (session): only the CRDs, downloaded with the module (no build): the PodGroup API
+  served without the scheduler, for `make test`.
 * `gang_pool` (per test): a factory, `gang_pool(cpus=5, nodes=2, memory="64Gi", pods=110, gpus=0) ->
   GangPool`, that adds KWOK nodes of exactly that capacity (nvidia.com/gpu only when gpus > 0) for the test alone: each carries the label and the
   NoSchedule taint `tfjob-test/gang-pool=<pool id>`, so pods land there only when they select and
@@ -29,7 +31,7 @@ import pytest
 
 from devcluster.cluster import Cluster
 from devcluster.components import KUBELET_ADDRESS, KWOK_NODE_ANNOTATION
-from devcluster.schedulerplugins import CONTROLLER, SCHEDULER, SchedulerPlugins
+from devcluster.schedulerplugins import CONTROLLER, SCHEDULER, SchedulerPlugins, fetch_crds
 from kube import ApiError, Kube, resource_path
 from tests.support.polling import wait_for
 
@@ -37,6 +39,14 @@ LOG_TAIL_LINES = 40
 POOL_KEY = "tfjob-test/gang-pool"
 # Pool nodes' InternalIPs: apart from the devcluster's (10.240.x.y) and add_node's (10.241.x.y).
 POOL_IP_PREFIX = "10.242"
+
+
+@pytest.fixture(scope="session")
+def pod_group_api(cluster: Cluster) -> None:
+    """The PodGroup and ElasticQuota CRDs served, without the scheduler (`fetch_crds`: seconds, nothing
+    built): for the operator's PodGroups in `make test`, whose budget has no room for the scheduler's
+    build."""
+    SchedulerPlugins(cluster, bin_dir=fetch_crds()).install_crds()
 
 
 @pytest.fixture(scope="session")

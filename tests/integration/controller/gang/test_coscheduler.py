@@ -14,11 +14,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from devcluster.schedulerplugins import API_VERSION, POD_GROUP_LABEL, SCHEDULER_NAME, SchedulerPlugins
 from kube import Kube, resource_path
 from tests.support.polling import wait_for
 
 from .conftest import GangPool
+
+pytestmark = pytest.mark.tools  # the scheduler is built from its Go module (`make test-tools`)
 
 GROUP, VERSION = API_VERSION.split("/")
 EXIT_CODE = "sim.tensorflowjob.kubeflow.org/exit-code"
