@@ -1,0 +1,35 @@
+"""The operator with `--gang-scheduler` under the manifests' ClusterRole: its PodGroup calls (list, watch,
+create, patch, delete) are all granted, against the real PodGroup CRD, without one 403."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from tests.support.jobs import devcluster_role
+
+from ..conftest import Operator, TfJobs
+from ..test_operations import Grants, election, forbidden_lines, grants, operators_as, samples  # noqa: F401
+from .test_gang_jobs import GANG_FLAGS, pod_group
+
+
+def test_the_manifests_role_grants_every_pod_group_call_the_operator_makes(
+        cluster: Any, pod_group_api: None, grants: Grants, operators_as: Callable[..., Operator],  # noqa: F811
+        tfjobs_no_operator: TfJobs) -> None:
+    grants.grant_operator_roles()
+    kubeconfig = cluster.service_account_kubeconfig(grants.namespace, grants.account)
+    operator = operators_as(kubeconfig, [*election(grants.namespace), *GANG_FLAGS])
+    jobs = tfjobs_no_operator
+
+    jobs.create("gang", worker=devcluster_role(2))  # list/watch, then create the PodGroup
+    jobs.wait_for(lambda: pod_group(jobs.api, jobs.namespace, "gang") is not None, 60, "the job's PodGroup")
+    jobs.patch("gang", {"worker": {"replicas": 3}})  # patch it
+    jobs.wait_for(lambda: (pod_group(jobs.api, jobs.namespace, "gang") or {}).get("spec", {}).get("minMember") == 3,
+                  60, "minMember 3")
+    jobs.patch("gang", {"suspend": True})  # delete it
+    jobs.wait_for(lambda: pod_group(jobs.api, jobs.namespace, "gang") is None, 60, "the PodGroup deleted")
+
+    refused = {k: v for k, v in samples(operator).items() if k[0] == "tfjob_api_requests_total"
+               and ("code", "403") in k[1]}
+    assert refused == {}
+    assert forbidden_lines(operator) == []
