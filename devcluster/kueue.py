@@ -36,14 +36,12 @@ control-plane components it is stopped by its recorded pid only (devcluster.proc
 
 from __future__ import annotations
 
-import contextlib
 import http.client
-import json
 import os
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +51,9 @@ from . import processes
 from .api import ApiError
 from .binaries import BUILD_SCRIPT, read_versions
 from .cluster import Cluster
+from .crds import install_crds
 from .ports import free_ports
+from .state import JsonState
 
 BINARY = "kueue"
 """The manager's file name in the Kueue folder (what `build-binaries.sh kueue` installs)."""
@@ -130,24 +130,12 @@ def self_signed_pair(folder: Path, common_name: str) -> tuple[Path, Path]:
 
 
 @dataclass
-class KueueState:
+class KueueState(JsonState):
     """What start() decided and started; saved as <cluster>/kueue/state.json."""
 
     bin_dir: str
     pid: int
     ports: dict[str, int]
-
-    def save(self, path: Path) -> None:
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=2) + "\n")
-        tmp.replace(path)
-
-    @classmethod
-    def load(cls, path: Path) -> KueueState | None:
-        try:
-            return cls(**json.loads(path.read_text()))
-        except FileNotFoundError:
-            return None
 
 
 class Kueue:
@@ -227,28 +215,9 @@ class Kueue:
 
     def install_crds(self, timeout: float = 60.0) -> None:
         """Server-side apply Kueue's 11 CRDs and wait until each is Established."""
-        crd_dir = self.bin_dir / "crd"
-        files = sorted(crd_dir.glob("*.yaml"))
-        if len(files) != len(CRD_NAMES):
-            raise KueueError(f"expected {len(CRD_NAMES)} CRD files in {crd_dir}, found {len(files)}; "
-                             f"rerun `bash {BUILD_SCRIPT} kueue`")
-        self.cluster.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=tfjob-devcluster",
-                             "-f", str(crd_dir))
-        pending = set(CRD_NAMES)
-        deadline = time.monotonic() + timeout
-        while pending:
-            for name in sorted(pending):
-                with contextlib.suppress(ApiError, OSError):
-                    crd = self.cluster.api.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
-                    conditions = (crd.get("status") or {}).get("conditions") or []
-                    if any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
-                        pending.discard(name)
-            if not pending:
-                break
-            if time.monotonic() >= deadline:
-                raise KueueError(f"timed out after {timeout:g}s waiting for CRDs to be Established: "
-                                 + ", ".join(sorted(pending)))
-            time.sleep(0.2)
+        problem = install_crds(self.cluster, self.bin_dir / "crd", CRD_NAMES, timeout)
+        if problem:
+            raise KueueError(f"{problem}; rerun `bash {BUILD_SCRIPT} kueue`")
 
     def _ensure_namespace(self) -> None:
         try:

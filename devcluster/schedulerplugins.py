@@ -44,22 +44,23 @@ components both are stopped by their recorded pids only (devcluster.processes).
 
 from __future__ import annotations
 
-import contextlib
 import http.client
 import json
 import os
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import processes
-from .api import ApiError, probe_https
+from .api import probe_https
 from .binaries import BUILD_SCRIPT, read_versions
 from .cluster import Cluster
+from .crds import install_crds
 from .ports import free_ports
+from .state import JsonState
 
 SCHEDULER = "kube-scheduler-plugins"
 CONTROLLER = "scheduler-plugins-controller"
@@ -147,24 +148,12 @@ def _http_ok(port: int, path: str) -> bool:
 
 
 @dataclass
-class SchedulerPluginsState:
+class SchedulerPluginsState(JsonState):
     """What start() decided and started; saved as <cluster>/scheduler-plugins/state.json."""
 
     bin_dir: str
     pids: dict[str, int]  # binary name -> pid
     ports: dict[str, int]  # binary name -> health port (the scheduler's HTTPS, the controller's HTTP)
-
-    def save(self, path: Path) -> None:
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=2) + "\n")
-        tmp.replace(path)
-
-    @classmethod
-    def load(cls, path: Path) -> SchedulerPluginsState | None:
-        try:
-            return cls(**json.loads(path.read_text()))
-        except FileNotFoundError:
-            return None
 
 
 class SchedulerPlugins:
@@ -244,28 +233,9 @@ class SchedulerPlugins:
 
     def install_crds(self, timeout: float = 60.0) -> None:
         """Server-side apply the PodGroup and ElasticQuota CRDs and wait until each is Established."""
-        crd_dir = self.bin_dir / "crd"
-        files = sorted(crd_dir.glob("*.yaml"))
-        if len(files) != len(CRD_NAMES):
-            raise SchedulerPluginsError(f"expected {len(CRD_NAMES)} CRD files in {crd_dir}, found {len(files)}; "
-                                        f"rerun `bash {BUILD_SCRIPT} scheduler-plugins`")
-        self.cluster.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=tfjob-devcluster",
-                             "-f", str(crd_dir))
-        pending = set(CRD_NAMES)
-        deadline = time.monotonic() + timeout
-        while pending:
-            for name in sorted(pending):
-                with contextlib.suppress(ApiError, OSError):
-                    crd = self.cluster.api.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
-                    conditions = (crd.get("status") or {}).get("conditions") or []
-                    if any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
-                        pending.discard(name)
-            if not pending:
-                break
-            if time.monotonic() >= deadline:
-                raise SchedulerPluginsError(f"timed out after {timeout:g}s waiting for CRDs to be Established: "
-                                            + ", ".join(sorted(pending)))
-            time.sleep(0.2)
+        problem = install_crds(self.cluster, self.bin_dir / "crd", CRD_NAMES, timeout)
+        if problem:
+            raise SchedulerPluginsError(f"{problem}; rerun `bash {BUILD_SCRIPT} scheduler-plugins`")
 
     def configuration(self) -> dict[str, Any]:
         """The KubeSchedulerConfiguration of the second scheduler (one gang-scheduling profile)."""

@@ -13,12 +13,30 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Self
 
 
 def default_dir() -> Path:
     """The cluster folder used when none is given: ~/.cache/tfjob-operator/clusters/default."""
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return base / "tfjob-operator" / "clusters" / "default"
+
+
+class JsonState:
+    """A dataclass of runtime facts saved as JSON in a cluster's folder (the cluster's own, Kueue's,
+    scheduler-plugins'): written whole through a temporary file, so a reader never sees half of it."""
+
+    def save(self, path: Path) -> None:
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=2) + "\n")  # type: ignore[call-overload]
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, path: Path) -> Self | None:
+        try:
+            return cls(**json.loads(path.read_text()))
+        except FileNotFoundError:
+            return None
 
 
 @dataclass(frozen=True)
@@ -70,7 +88,7 @@ NODE_MONITOR_GRACE_SECONDS = 20
 
 
 @dataclass
-class ClusterState:
+class ClusterState(JsonState):
     """What `up` decided and started; saved as state.json after every change."""
 
     bin_dir: str
@@ -87,14 +105,4 @@ class ClusterState:
     real_nodes: int = 0  # real kubelets with containerd beside the KWOK nodes (realnodes.py)
     real_bin_dir: str = ""  # the folder of kubelet, kube-proxy, coredns and kube-router
 
-    def save(self, path: Path) -> None:
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=2) + "\n")
-        tmp.replace(path)
 
-    @classmethod
-    def load(cls, path: Path) -> ClusterState | None:
-        try:
-            return cls(**json.loads(path.read_text()))
-        except FileNotFoundError:
-            return None

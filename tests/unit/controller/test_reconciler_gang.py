@@ -14,11 +14,12 @@ from controller.events import EventRecorder
 from controller.job import gang
 from controller.options import ControllerOptions
 from controller.reconciler import Reconciler, RequeueError
-from kube import ApiError, Kube
+from kube import ApiError
 from kube.clock import FakeClock
 from tests.support.caches import FakeCaches
 from tests.support.jobs import role, tfjob
 from tests.support.kubeflow import replica, tfjob_manifest
+from tests.support.mock_kube import created_kinds, mock_kube
 from tfjob_api.defaults import apply_defaults
 
 NOW = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC)
@@ -34,11 +35,7 @@ def make_job(workers: int = 2, **spec: Any) -> dict[str, Any]:
 
 @pytest.fixture
 def kube(mocker: MockerFixture) -> Mock:
-    client = mocker.Mock(spec=Kube)
-    client.create.side_effect = lambda path, body: body
-    client.patch.side_effect = lambda path, body, **_: {**make_job(), "status": body.get("status", {}),
-                                                         "metadata": {**make_job()["metadata"], "resourceVersion": "11"}}
-    return client
+    return mock_kube(mocker, make_job())
 
 
 def reconciler(kube: Mock, caches: FakeCaches, scheduler: str = "scheduler-plugins", **kwargs: Any) -> Reconciler:
@@ -50,10 +47,6 @@ def owned_group(job: dict[str, Any]) -> dict[str, Any]:
     group = gang.build_pod_group(apply_defaults(job), PLUGINS)
     group["metadata"].update(uid="pg-uid", resourceVersion="3")
     return group
-
-
-def created_kinds(kube: Mock) -> list[str]:
-    return [c.args[1]["kind"] for c in kube.create.call_args_list]
 
 
 def test_the_pod_group_is_created_before_any_pod(kube: Mock) -> None:

@@ -14,10 +14,11 @@ from controller.job import netpol
 from controller.job.builders import build_service
 from controller.options import ControllerOptions
 from controller.reconciler import Reconciler, RequeueError
-from kube import ApiError, Kube
+from kube import ApiError
 from kube.clock import FakeClock
 from tests.support.caches import FakeCaches
 from tests.support.jobs import pods_for, role, tfjob
+from tests.support.mock_kube import created_kinds, mock_kube
 from tfjob_api.defaults import apply_defaults
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
@@ -31,11 +32,7 @@ def make_job(workers: int = 2, **policy: Any) -> dict[str, Any]:
 
 @pytest.fixture
 def kube(mocker: MockerFixture) -> Mock:
-    client = mocker.Mock(spec=Kube)
-    client.create.side_effect = lambda path, body: body
-    client.patch.side_effect = lambda path, body, **_: {**make_job(), "status": body.get("status", {}),
-                                                         "metadata": {**make_job()["metadata"], "resourceVersion": "11"}}
-    return client
+    return mock_kube(mocker, make_job())
 
 
 def reconciler(kube: Mock, caches: FakeCaches, default_on: bool = False) -> Reconciler:
@@ -47,10 +44,6 @@ def owned_policy(job: dict[str, Any]) -> dict[str, Any]:
     policy = netpol.build_network_policy(apply_defaults(job))
     policy["metadata"].update(uid="np-uid", resourceVersion="3")
     return policy
-
-
-def created_kinds(kube: Mock) -> list[str]:
-    return [c.args[1]["kind"] for c in kube.create.call_args_list]
 
 
 def test_the_policy_is_created_before_the_service_and_the_pods(kube: Mock) -> None:

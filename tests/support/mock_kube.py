@@ -1,0 +1,24 @@
+"""A mocked API client for reconciler tests of one job: creates echo their body, a patch answers with
+the job at the next resourceVersion and the status it was sent (as the status subresource would)."""
+
+from __future__ import annotations
+
+from typing import Any
+from unittest.mock import Mock
+
+from pytest_mock import MockerFixture
+
+from kube import Kube
+
+
+def mock_kube(mocker: MockerFixture, job: dict[str, Any]) -> Mock:
+    client = mocker.Mock(spec=Kube)
+    client.create.side_effect = lambda path, body: body
+    client.patch.side_effect = lambda path, body, **_: {**job, "status": body.get("status", {}),
+                                                         "metadata": {**job["metadata"], "resourceVersion": "11"}}
+    return client
+
+
+def created_kinds(kube: Mock) -> list[str]:
+    """The kinds the reconciler created, in the order it asked."""
+    return [c.args[1]["kind"] for c in kube.create.call_args_list]
