@@ -21,8 +21,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "manifests"
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the CRD is large
 
-# What the operator's code calls (controller/caches.py, reconciler.py, kueue/gate.py, process/app.py,
-# events.py), as (apiGroup, resource) -> verbs. The RBAC integration test proves it is enough.
+# What the operator's code calls (controller/caches.py, reconciler.py, companions.py, kueue/gate.py,
+# process/app.py, events.py), as (apiGroup, resource) -> verbs. The RBAC integration test proves it is enough.
 OPERATOR_PERMISSIONS: dict[tuple[str, str], set[str]] = {
     ("kubeflow.org", "tensorflowjobs"): {"get", "list", "watch", "delete"},
     ("kubeflow.org", "tensorflowjobs/status"): {"patch"},
@@ -39,6 +39,8 @@ OPERATOR_PERMISSIONS: dict[tuple[str, str], set[str]] = {
     ("kueue.x-k8s.io", "workloads/status"): {"patch"},
     ("kueue.x-k8s.io", "resourceflavors"): {"list", "watch"},
     ("kueue.x-k8s.io", "workloadpriorityclasses"): {"get"},
+    ("scheduling.x-k8s.io", "podgroups"): {"get", "list", "watch", "create", "patch", "delete"},
+    ("scheduling.volcano.sh", "podgroups"): {"get", "list", "watch", "create", "patch", "delete"},
 }
 CLUSTER_SCOPED = {("", "nodes"), ("kueue.x-k8s.io", "resourceflavors"), ("kueue.x-k8s.io", "workloadpriorityclasses")}
 
