@@ -84,21 +84,16 @@ class ProgressBook:
     # ---- the poller's side -------------------------------------------------------------------------
 
     def due(self) -> list[tuple[str, Target]]:
-        """The jobs to read now; each is due again one period later."""
+        """The jobs to read now; each is due again one period after it was due (so a late poll tick does
+        not stretch the period), and never before now."""
         now = self._clock.now()
         ready = []
         with self._lock:
             for key, entry in self._entries.items():
                 if entry.target is not None and entry.due <= now:
-                    entry.due = now + entry.target.period
+                    entry.due = max(entry.due + entry.target.period, now)
                     ready.append((key, entry.target))
         return ready
-
-    def next_due(self) -> float | None:
-        """When the next read is due (monotonic), None when nothing is read."""
-        with self._lock:
-            times = [e.due for e in self._entries.values() if e.target is not None]
-        return min(times, default=None)
 
     def record(self, key: str, target: Target, answer: Any, refused: str | None = None) -> bool:
         """Keep what the pod at `target` answered (`refused`: why its answer was no report at all, e.g.

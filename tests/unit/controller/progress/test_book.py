@@ -139,3 +139,12 @@ def test_a_deleted_job_is_forgotten_with_its_series(book: ProgressBook, metrics:
     assert book.due() == []
     assert sample(metrics, "tfjob_job_progress_ratio") is None
     assert sample(metrics, "tfjob_job_progress_metric", metric="loss") is None
+
+
+def test_a_late_read_does_not_stretch_the_period(book: ProgressBook, clock: FakeClock) -> None:
+    book.follow(KEY, JOB, TARGET, RUNNING)
+    book.due()
+    clock.step(30.9)  # the poll tick came late
+    assert book.due() == [(KEY, TARGET)]
+    clock.step(29.1)
+    assert book.due() == [(KEY, TARGET)]
