@@ -1,6 +1,6 @@
 """The control loop: informers → rate-limited work queue → worker threads → reconciler.
 
-Shaped like client-go's sample-controller, and cut by reason to change into four pieces that
+Shaped like client-go's sample-controller, and cut by reason to change into five pieces that
 `Controller` assembles from one `ControllerOptions` (`controller.options`, production's defaults):
 
 * the read side, `controller.caches.JobCaches`: which informers run and the lookups made in their
