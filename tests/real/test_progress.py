@@ -4,26 +4,21 @@ few seconds), read by the operator through the API server's pod proxy; a trainer
 forged conditions changes nothing but its progress; and the Keras callback of a real TensorFlow
 training reports by itself while the model trains.
 
-As in test_stall_and_logs.py, the trainers are a few lines of Python that import the repository's own
-`tfheartbeat`, mounted from a ConfigMap into the stock TensorFlow image.
+The trainers are a few lines of Python importing the repository's own `tfheartbeat`, submitted as
+tests/real/reporting.py does (the in-cluster operator's scenario uses it too).
 """
 
 from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 
 from tests.real.kubectl import Kubectl, wait_for
+from tests.real.reporting import PERIOD, progress, submit
 from tests.support.operator import Operator
 
-ROOT = Path(__file__).resolve().parents[2]
-IMAGE = "tensorflow/tensorflow:2.21.0"
-PERIOD = 10  # the shortest read period the API accepts
 DELAY = PERIOD + 5  # the documented delay: one period, and a few seconds for the read and the write
 
 REPORTER = """
@@ -76,43 +71,6 @@ print("TRAINING", flush=True)
 model.fit(x, y, epochs=30, batch_size=32, verbose=0, callbacks=[tfheartbeat.HeartbeatCallback(), Slow()])
 print("TRAINING DONE", flush=True)
 """
-
-
-def code_config_map(name: str, script: str) -> dict[str, Any]:
-    """The trainer and the tfheartbeat package, as one ConfigMap (keys cannot hold a `/`)."""
-    data = {"train.py": script}
-    for source in sorted((ROOT / "tfheartbeat").glob("*.py")):
-        data[f"tfheartbeat.{source.name}"] = source.read_text()
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}
-
-
-def reporting_job(name: str, role: str = "worker") -> dict[str, Any]:
-    items = [{"key": "train.py", "path": "train.py"}] + [
-        {"key": f"tfheartbeat.{p.name}", "path": f"tfheartbeat/{p.name}"}
-        for p in sorted((ROOT / "tfheartbeat").glob("*.py"))]
-    container = {"name": "tensorflow", "image": IMAGE, "imagePullPolicy": "IfNotPresent",
-                 "command": ["python", "/code/train.py"],
-                 "env": [{"name": "PYTHONPATH", "value": "/code"}, {"name": "PYTHONUNBUFFERED", "value": "1"},
-                         {"name": "TF_CPP_MIN_LOG_LEVEL", "value": "2"}],
-                 "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
-                 "volumeMounts": [{"name": "code", "mountPath": "/code"}]}
-    return {
-        "apiVersion": "kubeflow.org/v1", "kind": "TensorFlowJob", "metadata": {"name": name},
-        "spec": {"progress": {"periodSeconds": PERIOD}, role: {
-            "replicas": 1, "restartPolicy": "Never",
-            "template": {"spec": {"terminationGracePeriodSeconds": 2, "containers": [container],
-                                  "volumes": [{"name": "code", "configMap": {"name": f"{name}-code", "items": items}}]}},
-        }},
-    }
-
-
-def submit(kubectl: Kubectl, name: str, script: str, role: str = "worker") -> None:
-    kubectl("apply", "-f", "-", input=yaml.safe_dump_all([code_config_map(f"{name}-code", script),
-                                                         reporting_job(name, role)]))
-
-
-def progress(kubectl: Kubectl, name: str) -> dict[str, Any]:
-    return (kubectl.job(name).get("status") or {}).get("progress") or {}
 
 
 def columns(kubectl: Kubectl, name: str, *options: str) -> dict[str, str]:
