@@ -1,6 +1,6 @@
 """Training progress as a trainer reports it and the operator reads it: a small JSON document.
 
-`GET /progress` on the trainer's endpoint (docs/production.md §5) answers the latest report, e.g.
+`GET /progress` on the trainer's endpoint (docs/production.md §6) answers the latest report, e.g.
 
     {"step": 4500, "totalSteps": 10000, "epoch": 3, "totalEpochs": 10, "metrics": {"loss": 0.231}}
 
