@@ -1,6 +1,6 @@
 """The control loop: informers → rate-limited work queue → worker threads → reconciler.
 
-Shaped like client-go's sample-controller, and cut by reason to change into four pieces that
+Shaped like client-go's sample-controller, and cut by reason to change into five pieces that
 `Controller` assembles from one `ControllerOptions` (`controller.options`, production's defaults):
 
 * the read side, `controller.caches.JobCaches`: which informers run and the lookups made in their
@@ -8,6 +8,8 @@ Shaped like client-go's sample-controller, and cut by reason to change into four
 * the event handlers, `controller.handlers.JobEventHandlers`: an event becomes a job key on the
   queue (owner mapping, batching), nothing more;
 * the reconciler, `controller.reconciler.Reconciler`: one job's plan carried out, the only writer;
+* the progress poller, `controller.progress.poller.ProgressPoller`: reads the progress of jobs with
+  `spec.progress` on its own thread and enqueues those whose status should change (leader only);
 * and this module, the loop itself: the queue, the worker threads, start and stop.
 
 N worker threads `get` keys, reconcile, and `forget` on success or `add_rate_limited` on failure
@@ -32,6 +34,8 @@ from controller.kueue.gate import KueueGate
 from controller.memory import JobMemory
 from controller.metrics import ControllerMetrics
 from controller.options import DEFAULTS, ControllerOptions
+from controller.progress.book import ProgressBook
+from controller.progress.poller import READ_TIMEOUT, ProgressPoller
 from controller.reconciler import Reconciler, RequeueError
 from kube import ApiError, Kube
 from kube.clock import REAL_CLOCK, Clock
@@ -57,7 +61,7 @@ class Controller:
     ) -> None:
         self.options = options
         self.metrics = metrics
-        self.memory = JobMemory(clock)
+        self.memory = JobMemory(clock, ProgressBook(clock, metrics))
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(
             default_controller_rate_limiter(clock=clock), name="tensorflowjobs", clock=clock,
             metrics_provider=PrometheusMetricsProvider(registry=metrics.registry) if metrics else None)
@@ -70,6 +74,11 @@ class Controller:
                                      policy_cache=self.caches.network_policy_cache)
         self.handlers = JobEventHandlers(self.caches, self.queue, self.memory, options.pod_batch_period)
         self.handlers.wire()
+        # Reads the progress of jobs with spec.progress through the API server's pod proxy (none: idle).
+        self.progress_poller = ProgressPoller(
+            self.memory.progress, lambda target: kube.request("GET", target.proxy_path, timeout=READ_TIMEOUT),
+            self.queue.add, clock=clock,
+            on_read=(lambda result: metrics.progress_reads.labels(result).inc()) if metrics else None)
         self._threads: list[threading.Thread] = []
         if metrics is not None:  # show every informer's relist count from the start, zeros included
             for informer in self.caches.informers():
@@ -87,6 +96,7 @@ class Controller:
         return self.caches.wait_for_sync(timeout)
 
     def start_workers(self) -> None:
+        self.progress_poller.start()
         for number in range(self.options.workers):
             thread = threading.Thread(target=self._worker, name=f"worker-{number}", daemon=True)
             thread.start()
@@ -101,6 +111,7 @@ class Controller:
         return True
 
     def stop(self, timeout: float = 30.0) -> None:
+        self.progress_poller.stop()
         self.queue.shut_down()
         for thread in self._threads:
             thread.join(timeout)

@@ -11,6 +11,8 @@ they lag behind it, so three things are kept per job key:
   memory in steady state, benchmark B4);
 * the deferred status: a status computed right after creating pods and left for the reconcile that
   those pods' events bring, valid while the job is unchanged;
+* the progress book: where a job with `spec.progress` reports, and the progress its status should
+  show (`controller.progress.book`), while the job lives;
 * the validation memo: the problems of the job's document as last checked, with a digest of it
   (`validated`). Validation is a pure function of the document, and the controller validates the
   same unchanged job on every pod event of a burst and on every resync pass: remembered, it costs
@@ -33,6 +35,7 @@ from typing import Any
 
 from controller.expectations import Expectations
 from controller.job.validation import Problem, without_status
+from controller.progress.book import ProgressBook
 from informers.store import slim
 from kube.clock import REAL_CLOCK, Clock
 
@@ -85,8 +88,9 @@ class _Deferred:
 class JobMemory:
     """Per-job memory shared by the event handlers and the reconciler; thread-safe."""
 
-    def __init__(self, clock: Clock = REAL_CLOCK) -> None:
+    def __init__(self, clock: Clock = REAL_CLOCK, progress: ProgressBook | None = None) -> None:
         self.expectations = Expectations(clock=clock)
+        self.progress = progress if progress is not None else ProgressBook(clock)
         self._lock = threading.Lock()
         self._written: dict[str, _Written] = {}
         self._deferred: dict[str, _Deferred] = {}
@@ -95,6 +99,7 @@ class JobMemory:
     def forget(self, key: str) -> None:
         """The job is gone: drop everything remembered about it."""
         self.expectations.forget(key)
+        self.progress.forget(key)
         with self._lock:
             self._written.pop(key, None)
             self._deferred.pop(key, None)

@@ -6,6 +6,10 @@ prometheus_client itself, so tests can pass `ControllerMetrics(CollectorRegistry
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Mapping
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 
 
@@ -33,6 +37,21 @@ class ControllerMetrics:
         self.informer_relists = Counter("tfjob_informer_relists_total", "Informer relists (full LIST)",
                                         ["resource"], registry=r)
         self.leader = Gauge("tfjob_leader", "1 while this process holds the leader lease", registry=r)
+        # Training progress (spec.progress): series per reporting job, removed when the job is deleted,
+        # so the label sets are bounded by the live reporting jobs (and 8 metrics each).
+        job_labels = ["namespace", "job"]
+        self.progress_ratio = Gauge("tfjob_job_progress_ratio", "Fraction of the training done (0..1)", job_labels,
+                                    registry=r)
+        self.progress_step = Gauge("tfjob_job_progress_step", "Training steps completed", job_labels, registry=r)
+        self.progress_epoch = Gauge("tfjob_job_progress_epoch", "Training epochs completed", job_labels, registry=r)
+        self.progress_remaining = Gauge("tfjob_job_progress_remaining_seconds",
+                                        "Estimated seconds to the end at the recent rate", job_labels, registry=r)
+        self.progress_metric = Gauge("tfjob_job_progress_metric", "A training metric the trainer reported",
+                                     [*job_labels, "metric"], registry=r)
+        self.progress_reads = Counter("tfjob_progress_reads_total", "Reads of reporting jobs' progress", ["result"],
+                                      registry=r)
+        self._progress_series: dict[tuple[str, str], set[tuple[Gauge, tuple[str, ...]]]] = {}
+        self._progress_lock = threading.Lock()
 
     def on_request(self, verb: str, resource: str, code: int, seconds: float) -> None:
         self.api_requests.labels(verb, resource or "-", str(code)).inc()
@@ -45,3 +64,26 @@ class ControllerMetrics:
             self.jobs_failed.labels(reason).inc()
         elif state == "Restarting":
             self.jobs_restarted.labels(reason).inc()
+
+    def set_progress(self, namespace: str, job: str, report: Mapping[str, Any], fraction: float | None,
+                     remaining: float | None) -> None:
+        """The job's latest report; a value it no longer reports loses its series."""
+        values: dict[tuple[Gauge, tuple[str, ...]], float] = {}
+        for gauge, value in ((self.progress_ratio, fraction), (self.progress_step, report.get("step")),
+                             (self.progress_epoch, report.get("epoch")), (self.progress_remaining, remaining)):
+            if value is not None:
+                values[(gauge, (namespace, job))] = float(value)
+        for name, value in (report.get("metrics") or {}).items():
+            values[(self.progress_metric, (namespace, job, name))] = float("nan") if value is None else float(value)
+        with self._progress_lock:
+            for gauge, labels in self._progress_series.get((namespace, job), set()) - set(values):
+                gauge.remove(*labels)
+            self._progress_series[(namespace, job)] = set(values)
+            for (gauge, labels), value in values.items():
+                gauge.labels(*labels).set(value)
+
+    def forget_progress(self, namespace: str, job: str) -> None:
+        """The job is gone: its series go too."""
+        with self._progress_lock:
+            for gauge, labels in self._progress_series.pop((namespace, job), set()):
+                gauge.remove(*labels)

@@ -56,6 +56,7 @@ from controller.job.kinds import JobKind, parse_key
 from controller.job.mergepatch import merge_patch
 from controller.job.netpol import PolicyView, policy_name
 from controller.job.plan import plan_job
+from controller.job.progress import target as progress_target
 from controller.job.refusals import Cause, Refusal, fold_refusals
 from controller.kueue import protocol as kueue
 from controller.kueue.gate import KueueGate
@@ -192,6 +193,9 @@ class Reconciler:
             validate=lambda model: self.memory.validated(key, *kind.validation(stored, model)), kind=kind,
             gang_view=gang_view,
         )
+        # Training progress (spec.progress): read by the poller, merged here into what is written anyway.
+        plan.status = self.memory.progress.follow(
+            key, job, progress_target({**job, "status": plan.status}, pods), plan.status)
         ignored = kind.ignored_fields(stored, gang_scheduling=self.gang is not None)
         if ignored and cond.find((planned.get("status") or {}).get("conditions") or [], cond.CREATED) is None:
             plan.events += [Event("Warning", "IgnoredField", note) for note in ignored]

@@ -1,8 +1,10 @@
-"""tfheartbeat: keep a TensorFlowJob's stall rule informed that training makes progress.
+"""tfheartbeat: keep a TensorFlowJob's stall rule informed that training makes progress, and tell the
+job how far the training is.
 
 A role with `stall` set (docs/production.md) restarts its TensorFlow container when the heartbeat
-goes stale. This package keeps it fresh; it needs only the standard library, and TensorFlow only
-for the Keras callback:
+goes stale; a job with `spec.progress` shows the step, epoch, metrics and ETA its chief (or worker 0)
+reports in its status. This package does both; it needs only the standard library, and TensorFlow
+only for the Keras callback (which beats and reports by itself):
 
     import tfheartbeat
 
@@ -15,15 +17,20 @@ for the Keras callback:
     with tfheartbeat.pausing(900):                                              # a known long pause
         checkpoint.save(path)
 
+    tfheartbeat.report(step=step, total_steps=10_000, metrics={"loss": loss})   # progress (also a beat)
+
 Where the beat goes comes from the environment the operator sets (`settings`): the file it names,
 or, with `heartbeat: http`, an endpoint on the port it names, started on the first beat. Outside a
-stall rule it touches /tmp/tfjob-heartbeat, which nobody reads.
+stall rule it touches /tmp/tfjob-heartbeat, which nobody reads. Reports are kept in memory and served
+at `/progress` on the port the operator names in the reporting pod (`TFJOB_PROGRESS_PORT`; the same
+server when it is the heartbeat's port); elsewhere nobody reads them, and they cost a dict update.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -31,27 +38,60 @@ from tfheartbeat import pause as _pause
 from tfheartbeat import server as _server
 from tfheartbeat.heart import Heartbeat
 from tfheartbeat.keras_callback import HeartbeatLogic, callback_class
+from tfheartbeat.progress import ProgressError, ProgressReport
 from tfheartbeat.settings import Settings
 
-__all__ = ["Heartbeat", "HeartbeatCallback", "HeartbeatLogic", "Settings", "beat", "default_heartbeat",
-           "pausing", "serve"]
+__all__ = ["Heartbeat", "HeartbeatCallback", "HeartbeatLogic", "ProgressError", "ProgressReport", "Settings",
+           "beat", "default_heartbeat", "default_progress", "pausing", "report", "serve"]
 
 _lock = threading.Lock()
 _default: Heartbeat | None = None
+_progress: ProgressReport | None = None
+
+
+def _ensure_defaults() -> tuple[Heartbeat, ProgressReport]:
+    """The process's heartbeat and progress report, configured from the environment on first use, with
+    their endpoints started (the heartbeat's in http mode, `/progress` where the operator asks for it).
+    Called under `_lock`."""
+    global _default, _progress
+    if _default is None or _progress is None:
+        settings = Settings.from_env()
+        heartbeat, progress = Heartbeat(settings.file), ProgressReport()
+        shared = settings.port is not None and settings.port == settings.progress_port
+        if settings.port is not None:
+            _server.serve(heartbeat, settings.port, settings.http_path, settings.timeout,
+                          progress=progress if shared else None)
+        if settings.progress_port is not None and not shared:
+            try:
+                _server.serve(None, settings.progress_port, progress=progress)
+            except OSError as error:  # progress is for people watching: it never stops the training
+                print(f"tfheartbeat: cannot serve progress on port {settings.progress_port}: {error}",
+                      file=sys.stderr, flush=True)
+        _default, _progress = heartbeat, progress
+    return _default, _progress
 
 
 def default_heartbeat() -> Heartbeat:
     """The process's heartbeat, configured from the environment on first use (and, in http mode,
     with its endpoint started)."""
-    global _default
     with _lock:
-        if _default is None:
-            settings = Settings.from_env()
-            heartbeat = Heartbeat(settings.file)
-            if settings.port is not None:
-                _server.serve(heartbeat, settings.port, settings.http_path, settings.timeout)
-            _default = heartbeat
-        return _default
+        return _ensure_defaults()[0]
+
+
+def default_progress() -> ProgressReport:
+    """The process's progress report, served at `/progress` when the operator asks for it."""
+    with _lock:
+        return _ensure_defaults()[1]
+
+
+def report(*, step: int | None = None, total_steps: int | None = None, epoch: int | None = None,
+           total_epochs: int | None = None, metrics: Mapping[str, float] | None = None) -> None:
+    """Report how far the training is: `step`/`epoch` completed so far, out of `total_steps`/
+    `total_epochs` (either pair gives the percentage), and up to 8 named metrics. Fields left out keep
+    their last value. A bad value raises ProgressError (a ValueError) naming it. It is a beat too."""
+    default_progress().update(step=step, total_steps=total_steps, epoch=epoch, total_epochs=total_epochs,
+                              metrics=metrics)
+    beat()
 
 
 def beat() -> bool:

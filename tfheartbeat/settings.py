@@ -15,6 +15,7 @@ HEARTBEAT_FILE_ENV = "TFJOB_HEARTBEAT_FILE"
 HEARTBEAT_PORT_ENV = "TFJOB_HEARTBEAT_PORT"
 HEARTBEAT_PATH_ENV = "TFJOB_HEARTBEAT_PATH"
 STALL_TIMEOUT_ENV = "TFJOB_STALL_TIMEOUT_SECONDS"
+PROGRESS_PORT_ENV = "TFJOB_PROGRESS_PORT"  # set only in the pod whose progress the operator reads
 
 DEFAULT_FILE = "/tmp/tfjob-heartbeat"
 DEFAULT_HTTP_PATH = "/healthz"
@@ -27,6 +28,7 @@ class Settings:
     port: int | None  # the health endpoint's port (http mode)
     http_path: str
     timeout: float  # seconds without a beat after which the endpoint answers 503
+    progress_port: int | None = None  # the port `/progress` is served on (a job with `spec.progress`)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -36,6 +38,9 @@ class Settings:
         port = env.get(HEARTBEAT_PORT_ENV)
         timeout = float(env.get(STALL_TIMEOUT_ENV) or DEFAULT_TIMEOUT)
         http_path = env.get(HEARTBEAT_PATH_ENV) or DEFAULT_HTTP_PATH
+        progress_port = int(env[PROGRESS_PORT_ENV]) if env.get(PROGRESS_PORT_ENV) else None
         if port:
-            return cls(file=env.get(HEARTBEAT_FILE_ENV) or None, port=int(port), http_path=http_path, timeout=timeout)
-        return cls(file=env.get(HEARTBEAT_FILE_ENV) or DEFAULT_FILE, port=None, http_path=http_path, timeout=timeout)
+            return cls(file=env.get(HEARTBEAT_FILE_ENV) or None, port=int(port), http_path=http_path, timeout=timeout,
+                       progress_port=progress_port)
+        return cls(file=env.get(HEARTBEAT_FILE_ENV) or DEFAULT_FILE, port=None, http_path=http_path, timeout=timeout,
+                   progress_port=progress_port)

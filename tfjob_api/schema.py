@@ -143,6 +143,27 @@ def stall_schema() -> dict[str, Any]:
     }
 
 
+def progress_schema() -> dict[str, Any]:
+    """`spec.progress`: opt-in training progress in the status (docs/production.md)."""
+    return {
+        "type": "object",
+        "description": "Opt-in training progress: the chief (else worker 0) serves what it reports with tfheartbeat "
+        "at /progress on this port, and the operator reads it through the API server's pod proxy every "
+        "periodSeconds into status.progress (step, epoch, percent, metrics, ETA).",
+        "properties": {
+            "port": {
+                "type": "integer", "format": "int32", "minimum": 1, "maximum": 65535, "default": 8090,
+                "description": "The port tfheartbeat serves /progress on in the reporting pod (TFJOB_PROGRESS_PORT). "
+                "Default 8090; the heartbeat's own port (stall: {heartbeat: http}) may be the same.",
+            },
+            "periodSeconds": {
+                "type": "integer", "format": "int32", "minimum": 10, "maximum": 3600, "default": 30,
+                "description": "Seconds between two reads, so at most one status write per period. Default 30.",
+            },
+        },
+    }
+
+
 def network_policy_schema(peer: dict[str, Any]) -> dict[str, Any]:
     """`spec.networkPolicy`: the per-job NetworkPolicy that admits the TF port only from the job's pods."""
     return {
@@ -291,6 +312,7 @@ def spec_schema(component: Component) -> dict[str, Any]:
             "(Volcano or the scheduler-plugins coscheduler), so all of its pods are placed together or none is. "
             "Not used without a gang scheduler."),
     })
+    spec_props["progress"] = progress_schema()
     return {
         "type": "object",
         "description": "The desired training job: its roles and run policy.",
@@ -344,6 +366,26 @@ def status_schema() -> dict[str, Any]:
             "retriedFailures": {"type": "integer", "format": "int32"},
             "countedFailedPods": {"type": "array", "items": {"type": "string"}},
             "observedGeneration": {"type": "integer", "format": "int64"},
+            "progress": progress_status_schema(),
+        },
+    }
+
+
+def progress_status_schema() -> dict[str, Any]:
+    """`status.progress`: the training's progress as the reporting pod last said (controller/progress)."""
+    count = {"type": "integer", "format": "int64", "minimum": 0}
+    text = {"type": "string", "maxLength": 1024}
+    return {
+        "type": "object",
+        "description": "The training's progress as the chief (else worker 0) reports it (spec.progress).",
+        "properties": {
+            "step": count, "totalSteps": count, "epoch": count, "totalEpochs": count,
+            "percent": {"type": "integer", "format": "int32", "minimum": 0, "maximum": 100},
+            "metrics": {"type": "object", "maxProperties": 8,
+                        "additionalProperties": {"type": "string", "maxLength": 32}},
+            "summary": text, "remaining": text, "metricsSummary": text, "reportedBy": text, "problem": text,
+            "estimatedCompletionTime": {"type": "string", "format": "date-time"},
+            "lastUpdateTime": {"type": "string", "format": "date-time"},
         },
     }
 
@@ -379,9 +421,14 @@ def build_crd(component: Component) -> dict[str, Any]:
         {"name": "PS", "type": "integer", "jsonPath": ".status.replicaStatuses.ps.active",
          "description": "Active parameter-server pods"},
         {"name": "Restarts", "type": "integer", "jsonPath": ".status.restartCount"},
+        {"name": "Progress", "type": "string", "jsonPath": ".status.progress.summary",
+         "description": "Training progress the chief (else worker 0) reports (spec.progress)"},
+        {"name": "ETA", "type": "string", "jsonPath": ".status.progress.remaining",
+         "description": "Time left at the recent rate, as of status.progress.lastUpdateTime"},
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
         {"name": "Started", "type": "date", "jsonPath": ".status.startTime", "priority": 1},
         {"name": "Completed", "type": "date", "jsonPath": ".status.completionTime", "priority": 1},
+        {"name": "Metrics", "type": "string", "jsonPath": ".status.progress.metricsSummary", "priority": 1},
     ]
     names = {"kind": KIND, "listKind": f"{KIND}List", "plural": PLURAL, "singular": KIND.lower(),
              "shortNames": ["tfjob"], "categories": ["kubeflow"]}

@@ -10,19 +10,21 @@
 Modules, one concept each: `client` (TfJobClient and its errors), `cli` (the `kubectl-tfjob`
 plugin), `logs` (every pod's log as one prefixed stream, followed across pod restarts), `watching`
 (a job and its pods kept current by the operator's informers), `progress` (the one-line state of a
-job), `describe` (why a pod is pending or failing), `jobview` (a job and its pods as a person reads
-them), `selectors` (Argo's successCondition/failureCondition evaluator), `manifests` (reading job
-files and the objects beside their jobs, `--set` overrides), `kubeconfig` (kubectl's default
-namespace), `tables` and `durations` (kubectl-style output and input). API access goes through the
-`kube` package only; the rules (labels, conditions, what a pod's status means, TF_CONFIG) are the
-API contract the operator follows too (`tfjob_api`, `tfconfig`). Nothing here imports the operator
-(`controller`), and the operator imports nothing from here. See docs/using.md.
+job), `training` (the training's own progress, from a job with `spec.progress`), `describe` (why a
+pod is pending or failing), `jobview` (a job and its pods as a person reads them), `selectors`
+(Argo's successCondition/failureCondition evaluator), `manifests` (reading job files and the objects
+beside their jobs, `--set` overrides), `kubeconfig` (kubectl's default namespace), `tables` and
+`durations` (kubectl-style output and input). API access goes through the `kube` package only; the
+rules (labels, conditions, what a pod's status means, TF_CONFIG) are the API contract the operator
+follows too (`tfjob_api`, `tfconfig`). Nothing here imports the operator (`controller`), and the
+operator imports nothing from here. See docs/using.md.
 """
 
 from tfjobs.client import STATES, JobFailed, JobNotFound, TfJobClient, TfJobError, WaitTimeout
 from tfjobs.logs import LogLine
 from tfjobs.progress import Progress, RoleProgress
 from tfjobs.selectors import Conditions, SelectorError
+from tfjobs.training import Training
 
 __all__ = [
     "STATES",
@@ -35,5 +37,6 @@ __all__ = [
     "SelectorError",
     "TfJobClient",
     "TfJobError",
+    "Training",
     "WaitTimeout",
 ]

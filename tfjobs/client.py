@@ -50,6 +50,7 @@ from tfjobs.manifests import (
 )
 from tfjobs.progress import Progress, progress
 from tfjobs.selectors import Conditions
+from tfjobs.training import Training, training
 from tfjobs.watching import JobWatch
 
 __all__ = ["STATES", "AmbiguousJob", "JobFailed", "JobNotFound", "TfJobClient", "TfJobError", "WaitTimeout"]
@@ -279,6 +280,11 @@ class TfJobClient:
         if len(refused) == len(KINDS):
             raise refused[0]
         return sorted(items, key=lambda j: (j["metadata"].get("namespace", ""), j["metadata"]["name"], j["kind"]))
+
+    def training(self, name: str, *, namespace: str | None = None, kind: KindName = None) -> Training | None:
+        """The job's training progress (`status.progress`, with `spec.progress`): percent, step, epoch,
+        metrics and the time left now; None while it has reported none."""
+        return training(self.get(name, namespace=namespace, kind=kind))
 
     def state(self, name: str, *, namespace: str | None = None, kind: KindName = None) -> str:
         """The job's state: Created, Running, Restarting, Succeeded, Failed, Suspended ('' if unseen)."""

@@ -1,12 +1,13 @@
 """`kubectl tfjob describe`: one job, its roles, every pod, and why anything is pending or failing.
 
 `kubectl describe tensorflowjob` shows the object and the job's events; the question a person
-training asks is different: *which pod is stuck, and why?* So this view lists every slot of every
-role (a slot without its pod says so), each pod's phase, node, restarts, TF_CONFIG task and age,
-then the problems in the words of whoever decided — the scheduler's message for a pending pod
-(`persistentvolumeclaim "data" not found`), the kubelet's for a waiting or failed container, the
-operator's for a job that cannot run (a quota, a name conflict, a queue) — and the last events of
-the job and its pods. Pure: dicts and the current time in, text out.
+training asks is different: *which pod is stuck, and why?* So this view lists the training's
+progress when the job reports it, every slot of every role (a slot without its pod says so), each
+pod's phase, node, restarts, TF_CONFIG task and age, then the problems in the words of whoever
+decided — the scheduler's message for a pending pod (`persistentvolumeclaim "data" not found`), the
+kubelet's for a waiting or failed container, the operator's for a job that cannot run (a quota, a
+name conflict, a queue) — and the last events of the job and its pods. Pure: dicts and the current
+time in, text out.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from tfjobs.jobview import (
     state_detail,
 )
 from tfjobs.tables import table
+from tfjobs.training import render_training, training
 
 __all__ = ["EVENTS_SHOWN", "describe", "job_problems"]
 
@@ -86,6 +88,9 @@ def describe(job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], events: 
     ]
     if spec.get("suspend"):
         lines.append("Suspend:      true")
+    progress = training(job, now)
+    if progress is not None:
+        lines.append(f"Training:     {render_training(progress, now)}")
     lines.append("")
 
     found = (status.get("conditions") or [])

@@ -3,8 +3,9 @@
 Both `tfjob-operator render` and the reconciler call these, so what a user previews is what runs.
 Input is a defaulted job dict (see `tfjob_api.defaults`); output is fresh dicts that share nothing
 with the input (the user's template — often an informer-cache object — is never mutated). The
-TensorFlow container also gets its role's stall probes (`stall`) and the operator's start-up
-profiles (`profiles`), each only where the template says nothing. The job's kind
+TensorFlow container also gets its role's stall probes (`stall`), the progress port in the pod that
+reports progress (`spec.progress`) and the operator's start-up profiles (`profiles`), each only where
+the template says nothing. The job's kind
 (`controller.job.kinds`, a TensorFlowJob unless told) gives the owner reference and any labels of its
 own: a TFJob's model gets the same objects, owned by the TFJob and with Kubeflow's labels too.
 """
@@ -17,6 +18,7 @@ from typing import Any
 
 from controller.job.kinds import TENSORFLOWJOB, JobKind
 from controller.job.profiles import Profile, apply_profiles, profiles_for
+from controller.job.progress import with_progress_env
 from controller.job.stall import with_stall_probes
 from tfconfig import (
     DEFAULT_PORT,
@@ -106,6 +108,7 @@ def build_pod(job: Mapping[str, Any], role: str, index: int, cluster_domain: str
     tf_index = tf_container_index(pod_spec)
     tf_container = _with_tf_settings(containers[tf_index], cluster.tf_config_json(role, index))
     tf_container = with_stall_probes(tf_container, role_spec.get("stall"))
+    tf_container = with_progress_env(tf_container, job, role, index)
     containers[tf_index] = apply_profiles(tf_container, role, profiles_for(job, profiles))
     return {
         "apiVersion": "v1",

@@ -2,7 +2,8 @@
 image set in a kustomization, runs as real pods on the real node: both replicas become ready (their
 readiness probes pass), one is elected leader, it reconciles a job from inside the cluster (through
 the `kubernetes` Service, which kube-proxy maps to the API server), and its metrics can be scraped
-through the Service. The session's out-of-cluster operator is stopped meanwhile: two operators
+through the Service; and, granted only the manifests' roles, it reads a trainer's progress through the
+API server's pod proxy. The session's out-of-cluster operator is stopped meanwhile: two operators
 without a shared Lease would both reconcile the job."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import yaml
 from devcluster.cluster import Cluster
 from devcluster.images import build_images
 from tests.real.kubectl import Kubectl, wait_for
+from tests.real.reporting import progress, submit
 from tests.support.operator import Operator
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,3 +73,21 @@ def test_the_operator_installed_from_the_manifests_runs_in_cluster_leads_and_rec
     metrics = wait_for(lambda: installed.cluster.kubectl("get", "--raw", raw, check=False).stdout, 60,
                        "metrics through the Service")
     assert "tfjob_leader" in metrics
+
+
+COUNTER = """
+import time, tfheartbeat
+for step in range(1, 121):
+    tfheartbeat.report(step=step, total_steps=120)
+    time.sleep(0.5)
+"""
+
+
+def test_the_in_cluster_operator_reads_progress_under_the_manifests_roles(installed: Kubectl, kubectl: Kubectl) -> None:
+    wait_for(lambda: int(installed.json("deployment", "tfjob-operator")["status"].get("readyReplicas") or 0) == 2,
+             300, "both operator replicas Ready")
+    submit(kubectl, "counted", COUNTER)
+    shown = wait_for(lambda: progress(kubectl, "counted").get("percent"), 120,
+                     "progress read by the in-cluster operator through the pod proxy")
+    assert 0 < shown <= 100
+    assert progress(kubectl, "counted")["reportedBy"] == "counted-worker-0"

@@ -22,6 +22,7 @@ import tfheartbeat
 from controller.job import stall
 from tests.support.polling import wait_for
 from tfheartbeat.heart import Heartbeat
+from tfheartbeat.progress import checked
 
 LIMIT = 2  # seconds: the probe reads whole seconds, so a stalled step is seen within about 3 s
 
@@ -88,3 +89,24 @@ def test_a_stalled_training_loop_lets_the_heartbeat_go_stale(tmp_path: Path) -> 
         training.join(120)
     assert not training.is_alive()
     assert probe_passes(path)  # training resumed and beat again
+
+
+def test_keras_training_reports_its_progress_as_the_operator_reads_it() -> None:
+    report = tfheartbeat.ProgressReport()
+    seen: list[dict[str, Any]] = []
+
+    class Observer(tf.keras.callbacks.Callback):
+        """Runs after the heartbeat callback: what would `/progress` answer now?"""
+
+        def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+            seen.append(report.document())
+
+    callback = tfheartbeat.HeartbeatCallback(Heartbeat(None), report, metrics_interval=0.0)
+    x, y = data()
+    model = tiny_model()
+    model.compile(optimizer="sgd", loss="mse", metrics=["mae"])
+    model.fit(x, y, epochs=3, batch_size=16, validation_split=0.25, callbacks=[callback, Observer()], verbose=0)
+    assert [(s["epoch"], s["step"]) for s in seen] == [(1, 12), (2, 24), (3, 36)]  # 192 samples / 16
+    assert all(s["totalEpochs"] == 3 and s["totalSteps"] == 36 for s in seen)
+    assert set(seen[-1]["metrics"]) >= {"loss", "mae", "val_loss", "val_mae"}
+    assert checked(seen[-1]) == seen[-1]  # the operator takes it as it is

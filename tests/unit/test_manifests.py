@@ -32,6 +32,7 @@ OPERATOR_PERMISSIONS: dict[tuple[str, str], set[str]] = {
     ("kubeflow.org", "tfjobs/finalizers"): {"update"},
     ("", "pods"): {"get", "list", "watch", "create", "delete"},
     ("", "services"): {"get", "list", "watch", "create", "delete"},
+    ("", "pods/proxy"): {"get"},
     ("", "nodes"): {"list", "watch"},
     ("", "events"): {"create"},
     ("networking.k8s.io", "networkpolicies"): {"get", "list", "watch", "create", "patch", "delete"},

@@ -36,12 +36,13 @@ def test_get_tfjob_answers_is_it_working_at_a_glance(tfjobs: Any) -> None:
                     30, "2 active workers in the status")
 
     rows = table(kubectl(tfjobs, "get", "tfjob").stdout)
-    assert rows[0] == ["NAME", "STATE", "WORKERS", "PS", "RESTARTS", "AGE"]
+    assert rows[0] == ["NAME", "STATE", "WORKERS", "PS", "RESTARTS", "PROGRESS", "ETA", "AGE"]
     assert rows[1][:5] == ["glance", "Running", "2", "1", "0"]
 
     wide = table(kubectl(tfjobs, "get", "tfjob", "glance", "-o", "wide").stdout)
-    assert wide[0] == ["NAME", "STATE", "WORKERS", "PS", "RESTARTS", "AGE", "STARTED", "COMPLETED"]
-    assert len(wide[1]) == len(wide[0]) - 1  # started, and the Completed cell is still empty
+    assert wide[0] == ["NAME", "STATE", "WORKERS", "PS", "RESTARTS", "PROGRESS", "ETA", "AGE", "STARTED", "COMPLETED",
+                       "METRICS"]
+    assert len(wide[1]) == len(wide[0]) - 4  # started; no progress reported (3 cells), and not completed
 
     for name in ("tfjob", "tensorflowjob", "tensorflowjobs.kubeflow.org", "kubeflow"):
         listed = kubectl(tfjobs, "get", name, "-o", "name").stdout.split()

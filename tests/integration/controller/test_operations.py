@@ -399,7 +399,7 @@ def test_the_demo_runs_an_example_job_to_success_on_a_fresh_cluster_within_its_t
     assert time.monotonic() - started < 240
     assert "Starting a local control plane" in output
     view = output[output.index("kubectl get tfjob -n tfjob-demo -w"):].split("\n\n")[0].splitlines()
-    assert view[1].split() == ["NAME", "STATE", "WORKERS", "PS", "RESTARTS", "AGE"]
+    assert view[1].split() == ["NAME", "STATE", "WORKERS", "PS", "RESTARTS", "PROGRESS", "ETA", "AGE"]
     state_column = slice(view[1].index("STATE"), view[1].index("WORKERS"))  # cells may be empty: fixed width
     states = [line[state_column].strip() for line in view[2:]]
     assert states[-1] == "Succeeded"

@@ -295,7 +295,7 @@ def test_kubectl_finds_the_plugin_and_runs_it(tfjobs: Any, plugin: Plugin) -> No
     assert str(PLUGIN) in listed.stdout.splitlines()
     assert got.returncode == 0, got.stderr
     rows = [line.split() for line in got.stdout.splitlines()]
-    assert rows[0] == ["NAME", "STATE", "WORKERS", "PS", "RESTARTS", "AGE"]
+    assert rows[0] == ["NAME", "STATE", "WORKERS", "PS", "RESTARTS", "PROGRESS", "ETA", "AGE"]
     assert rows[1][0] == "listed"
 
 

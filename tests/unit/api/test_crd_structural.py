@@ -80,8 +80,15 @@ def test_names_and_printer_columns() -> None:
     spec = crd()["spec"]
     assert spec["names"]["shortNames"] == ["tfjob"]
     assert spec["names"]["kind"] == "TensorFlowJob"
-    columns = [c["name"] for c in spec["versions"][0]["additionalPrinterColumns"]]
-    assert columns[:5] == ["State", "Workers", "PS", "Restarts", "Age"]
+    columns = [c["name"] for c in spec["versions"][0]["additionalPrinterColumns"] if not c.get("priority")]
+    assert columns == ["State", "Workers", "PS", "Restarts", "Progress", "ETA", "Age"]
+
+
+def test_wide_printer_columns_add_start_completion_and_metrics() -> None:
+    columns = crd()["spec"]["versions"][0]["additionalPrinterColumns"]
+    assert [(c["name"], c["jsonPath"]) for c in columns if c.get("priority") == 1] == [
+        ("Started", ".status.startTime"), ("Completed", ".status.completionTime"),
+        ("Metrics", ".status.progress.metricsSummary")]
 
 
 def test_scale_subresource_targets_workers() -> None:

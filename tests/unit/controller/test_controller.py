@@ -12,6 +12,7 @@ import pytest
 from pytest_mock import MockerFixture
 
 from controller.controller import Controller
+from controller.job.progress import Target
 from controller.options import ControllerOptions
 from kube import Kube
 from kube.clock import FakeClock
@@ -224,3 +225,15 @@ def test_cluster_wide_the_controller_watches_nodes_too(kube: Mock) -> None:
     caches = Controller(kube).caches
     assert caches.nodes is not None
     assert [r.lister_watcher.description for r in caches.nodes.reflectors] == ["/api/v1/nodes"]
+
+
+def test_the_progress_poller_reads_through_the_pod_proxy_and_enqueues_the_job_that_changed(kube: Mock) -> None:
+    clock = FakeClock()
+    controller = Controller(kube, clock=clock)
+    target = Target("ns", "j", "j-worker-0", 8090, 30.0)
+    controller.memory.progress.follow("ns/j", {"metadata": {"namespace": "ns", "name": "j"}}, target, {})
+    kube.request.return_value = {"step": 3}
+    assert controller.progress_poller.poll_once() == ["ns/j"]
+    kube.request.assert_called_once_with("GET", "/api/v1/namespaces/ns/pods/j-worker-0:8090/proxy/progress",
+                                         timeout=5.0)
+    assert drain(controller) == ["ns/j"]

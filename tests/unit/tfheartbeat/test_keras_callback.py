@@ -169,3 +169,51 @@ def test_the_callback_uses_the_default_heartbeat_from_the_environment(
     monkeypatch.setattr(tfheartbeat, "_default", None)
     tfheartbeat.HeartbeatCallback().on_epoch_end(0)
     assert probe_passes(path)
+
+
+# ---- progress ----------------------------------------------------------------------------------------------
+
+
+def test_the_callback_reports_steps_and_epochs_out_of_what_fit_was_asked(fake_keras: types.ModuleType) -> None:
+    clock = FakeClock()
+    report = tfheartbeat.ProgressReport()
+    callback = tfheartbeat.HeartbeatCallback(Heartbeat(None, clock=clock.now), report, clock=clock.now)
+    seen = []
+    fit([callback], epochs=2, steps=3, clock=clock,
+        on_step=lambda epoch, step: seen.append((report.document().get("step"), report.document().get("epoch"))))
+    assert seen == [(None, None), (1, None), (2, None), (3, 1), (4, 1), (5, 1)]
+    assert report.document() == {"totalEpochs": 2, "totalSteps": 6, "step": 6, "epoch": 2, "metrics": {"loss": 0.1}}
+
+
+def test_the_callback_reads_batch_metrics_at_most_once_per_interval(fake_keras: types.ModuleType) -> None:
+    clock = FakeClock()
+    report = tfheartbeat.ProgressReport()
+    callback = tfheartbeat.HeartbeatCallback(Heartbeat(None, clock=clock.now), report, metrics_interval=10,
+                                             clock=clock.now)
+    callback.set_params({"epochs": 1, "steps": 100})
+    callback.on_train_begin()
+    callback.on_train_batch_end(0, {"loss": 3.0})
+    clock.step(9)
+    callback.on_train_batch_end(1, {"loss": 2.0})
+    assert report.document()["metrics"] == {"loss": 3.0}
+    clock.step(1)
+    callback.on_train_batch_end(2, {"loss": 1.0})
+    assert report.document()["metrics"] == {"loss": 1.0}
+
+
+def test_epoch_metrics_join_the_batch_metrics_and_unreportable_ones_are_left_out(
+        fake_keras: types.ModuleType) -> None:
+    report = tfheartbeat.ProgressReport()
+    callback = tfheartbeat.HeartbeatCallback(Heartbeat(None), report)
+    callback.on_train_batch_end(0, {"loss": 0.5, "accuracy": 0.75})
+    callback.on_epoch_end(0, {"loss": 0.4, "val_loss": float("nan"), "a name with spaces": 1.0, "note": "text"})
+    assert report.document()["metrics"] == {"loss": 0.4, "accuracy": 0.75, "val_loss": None}
+
+
+def test_the_callback_never_stops_the_training_for_a_count_out_of_bounds(fake_keras: types.ModuleType) -> None:
+    report = tfheartbeat.ProgressReport()
+    callback = tfheartbeat.HeartbeatCallback(Heartbeat(None), report)
+    callback.set_params({"epochs": 10**16, "steps": 1})
+    callback.on_train_begin()
+    callback.on_train_batch_end(0, {})
+    assert report.document() == {"step": 1}

@@ -159,7 +159,7 @@ def test_get_lists_the_jobs_in_columns(run: Run) -> None:
 
     rows = [line.split() for line in out.splitlines()]
     assert status == 0
-    assert rows[0] == ["NAME", "STATE", "WORKERS", "PS", "RESTARTS", "AGE"]
+    assert rows[0] == ["NAME", "STATE", "WORKERS", "PS", "RESTARTS", "PROGRESS", "ETA", "AGE"]
     assert [r[:5] for r in rows[1:]] == [["a", "Running", "2", "<none>", "0"], ["b", "Succeeded", "2", "<none>", "0"]]
 
 

@@ -24,8 +24,22 @@ def test_job_rows_have_the_crds_printer_columns() -> None:
 
     headers, rows = job_rows([job], wide=True, all_namespaces=True, now=now)
 
-    assert headers == ["NAMESPACE", "NAME", "STATE", "WORKERS", "PS", "RESTARTS", "AGE", "STARTED", "COMPLETED"]
-    assert rows == [["team", "mnist", "Running", "4", "2", "1", "5m", "2030-01-01T00:00:01Z", "<none>"]]
+    assert headers == ["NAMESPACE", "NAME", "STATE", "WORKERS", "PS", "RESTARTS", "PROGRESS", "ETA", "AGE", "STARTED",
+                       "COMPLETED", "METRICS"]
+    assert rows == [["team", "mnist", "Running", "4", "2", "1", "<none>", "<none>", "5m", "2030-01-01T00:00:01Z", "<none>",
+                     "<none>"]]
+
+
+def test_a_reporting_jobs_row_shows_its_progress_the_time_left_now_and_its_metrics() -> None:
+    job = {"metadata": {"name": "mnist", "creationTimestamp": "2030-01-01T00:00:00Z"}, "spec": {"worker": {}},
+           "status": {"state": "Running", "progress": {"summary": "45%", "remaining": "12m",
+                                                       "estimatedCompletionTime": "2030-01-01T00:17:00Z",
+                                                       "metricsSummary": "loss=0.23"}}}
+    now = datetime(2030, 1, 1, 0, 5, tzinfo=UTC)
+
+    _, rows = job_rows([job], wide=True, now=now)
+
+    assert rows[0][5:8] == ["45%", "12m", "5m"] and rows[0][-1] == "loss=0.23"
 
 
 @pytest.mark.parametrize(("text", "seconds"), [

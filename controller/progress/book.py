@@ -1,0 +1,137 @@
+"""What the operator knows of each reporting job's progress: where to read it, when next, the recent
+history, and the `status.progress` the job should show. One entry per job with `spec.progress`, none
+for any other job; thread-safe (the poller records, the reconcilers read).
+
+The reconciler says where to read (`follow`, on every reconcile: level-triggered, so a recreated pod
+or a finished job is followed at once) and merges what is known into the status it writes anyway; the
+poller asks what is `due` and `record`s each answer, and enqueues the job only when its status should
+change. An answer that breaks the rules (`tfheartbeat.progress.checked`) keeps the last valid report
+and shows why in `status.progress.problem`; an unreachable endpoint (the trainer has not started it
+yet, the pod is restarting) changes nothing. Per-job Prometheus series follow the entries and go with
+them (`forget`, when the job is deleted).
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from controller.job.progress import Target, is_over
+from controller.progress.estimate import Sample, add_sample, fraction_done, remaining_seconds
+from controller.progress.status import merge_progress, progress_status
+from kube.clock import REAL_CLOCK, Clock
+from tfheartbeat.progress import ProgressError, checked
+
+
+class ProgressMetrics(Protocol):
+    """The per-job gauges (`controller.metrics.ControllerMetrics`)."""
+
+    def set_progress(self, namespace: str, job: str, report: Mapping[str, Any], fraction: float | None,
+                     remaining: float | None) -> None: ...
+    def forget_progress(self, namespace: str, job: str) -> None: ...
+
+
+@dataclass
+class _Entry:
+    target: Target | None  # None: not read now (the pod is not running, the job is over)
+    due: float
+    namespace: str = ""
+    job: str = ""
+    report: dict[str, Any] | None = None
+    samples: tuple[Sample, ...] = ()
+    updated: datetime | None = None
+    remaining: float | None = None
+    problem: str | None = None
+    progress: dict[str, Any] | None = field(default=None)
+
+
+class ProgressBook:
+    def __init__(self, clock: Clock = REAL_CLOCK, metrics: ProgressMetrics | None = None) -> None:
+        self._clock = clock
+        self._metrics = metrics
+        self._lock = threading.Lock()
+        self._entries: dict[str, _Entry] = {}
+
+    # ---- the reconciler's side ---------------------------------------------------------------------
+
+    def follow(self, key: str, job: Mapping[str, Any], target: Target | None,
+               status: Mapping[str, Any]) -> dict[str, Any]:
+        """Read the job's progress at `target` from now on (None: stop reading; what is known stays),
+        and return `status` with the progress the job should show merged in (a new dict)."""
+        progress = None
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None and target is not None:
+                meta = job["metadata"]
+                entry = self._entries[key] = _Entry(target, self._clock.now(), meta["namespace"], meta["name"])
+            elif entry is not None and entry.target != target:
+                entry.target, entry.due = target, self._clock.now()
+            if entry is not None:
+                progress = copy.deepcopy(entry.progress)
+        return merge_progress(status, progress, over=is_over({"status": status}))
+
+    def forget(self, key: str) -> None:
+        """The job is gone."""
+        with self._lock:
+            entry = self._entries.pop(key, None)
+        if entry is not None and self._metrics is not None:
+            self._metrics.forget_progress(entry.namespace, entry.job)
+
+    # ---- the poller's side -------------------------------------------------------------------------
+
+    def due(self) -> list[tuple[str, Target]]:
+        """The jobs to read now; each is due again one period after it was due (so a late poll tick does
+        not stretch the period), and never before now."""
+        now = self._clock.now()
+        ready = []
+        with self._lock:
+            for key, entry in self._entries.items():
+                if entry.target is not None and entry.due <= now:
+                    entry.due = max(entry.due + entry.target.period, now)
+                    ready.append((key, entry.target))
+        return ready
+
+    def record(self, key: str, target: Target, answer: Any, refused: str | None = None) -> bool:
+        """Keep what the pod at `target` answered (`refused`: why its answer was no report at all, e.g.
+        not JSON); True when the job's status should change."""
+        try:
+            if refused is not None:
+                raise ProgressError(refused)
+            report, problem = checked(answer), None
+        except ProgressError as error:
+            report, problem = None, f"refused the report of {target.pod}: {error}"
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None or entry.target != target:
+                return False  # forgotten or moved on while the answer was on its way
+            if report is not None and report != entry.report:
+                self._advance(entry, report)
+            entry.problem = problem
+            before, entry.progress = entry.progress, self._progress(entry, target)
+            changed = entry.progress != before
+            snapshot = (entry.report, entry.samples)
+        if changed and report is not None and self._metrics is not None:
+            latest, samples = snapshot
+            self._metrics.set_progress(entry.namespace, entry.job, latest or {},
+                                       fraction_done(latest or {}), remaining_seconds(samples))
+        return changed
+
+    def _advance(self, entry: _Entry, report: dict[str, Any]) -> None:
+        entry.report = report
+        entry.updated = self._clock.wall()
+        fraction = fraction_done(report)
+        if fraction is not None:
+            entry.samples = add_sample(entry.samples, Sample(self._clock.now(), fraction))
+        entry.remaining = remaining_seconds(entry.samples)
+
+    def _progress(self, entry: _Entry, target: Target) -> dict[str, Any] | None:
+        if entry.report is None and entry.problem is None:
+            return entry.progress
+        if entry.updated is None:  # refused before any valid report
+            entry.updated = self._clock.wall()
+        return progress_status(entry.report or {}, reported_by=target.pod, updated=entry.updated,
+                               remaining=entry.remaining, problem=entry.problem)
