@@ -14,7 +14,8 @@ TensorFlowJob, `spec.runPolicy.schedulingPolicy` of a TFJob, one field of the jo
   their pods' PriorityClass value; with none set, as is usual, the role order is as good, and it
   needs no PriorityClass lookup;
 * Volcano (`scheduling.volcano.sh/v1beta1`): `queue` (default `default`), `priorityClassName`;
-  pods carry the annotations `scheduling.k8s.io/group-name` and `volcano.sh/task-spec` (the role);
+  pods carry the annotations `scheduling.k8s.io/group-name` and `volcano.sh/task-spec` (the role; a
+  TFJob's replica type in lower case, `master` for a Master, as Kubeflow writes it);
 * scheduler-plugins (`scheduling.x-k8s.io/v1alpha1`): `scheduleTimeoutSeconds`; pods carry the
   label `scheduling.x-k8s.io/pod-group`.
 
@@ -184,9 +185,10 @@ def _same(field: str, current: Any, desired: Any) -> bool:
         return False
 
 
-def decorate_pod(pod: dict[str, Any], job_name: str, role: str, scheduler: GangScheduler) -> str | None:
-    """Point a new pod (built here, not shared) at the gang scheduler and its group. Returns the
-    other scheduler its template names, when it names one (the pod keeps it)."""
+def decorate_pod(pod: dict[str, Any], job_name: str, task: str, scheduler: GangScheduler) -> str | None:
+    """Point a new pod (built here, not shared) at the gang scheduler and its group (`task`: Volcano's
+    name for the pod's role). Returns the other scheduler its template names, when it names one (the
+    pod keeps it)."""
     spec = pod["spec"]
     other = spec.get("schedulerName")
     if not other:
@@ -194,7 +196,7 @@ def decorate_pod(pod: dict[str, Any], job_name: str, role: str, scheduler: GangS
     metadata = pod["metadata"]
     if scheduler.volcano:
         metadata["annotations"] = {**(metadata.get("annotations") or {}),
-                                   VOLCANO_GROUP_ANNOTATION: job_name, VOLCANO_TASK_ANNOTATION: role}
+                                   VOLCANO_GROUP_ANNOTATION: job_name, VOLCANO_TASK_ANNOTATION: task}
     else:
         metadata["labels"] = {**metadata["labels"], SCHEDULER_PLUGINS_GROUP_LABEL: job_name}
     return other if other and other != scheduler.scheduler_name else None

@@ -431,7 +431,10 @@ class _Planner(PlanDraft):
                 continue  # a pod (maybe terminating) still holds the name, or Volcano has not admitted the gang
             pod = build_pod(self.job, role, index, self.cluster_domain, self._cluster, self.profiles, self.job_kind)
             if self.gang is not None:
-                other = gang.decorate_pod(pod, self.name, role, self.gang.scheduler)
+                # Volcano's task name: the role, or a TFJob's replica type in lower case (`master`), as
+                # Kubeflow's operator writes it
+                task = str(((self.job.get("kubeflow") or {}).get("replicaTypes") or {}).get(role, role)).lower()
+                other = gang.decorate_pod(pod, self.name, task, self.gang.scheduler)
                 if other:
                     other_schedulers.add(other)
             self.out.create_pods.append(pod)

@@ -9,9 +9,11 @@ from typing import Any
 
 from controller.job import gang
 from controller.job.builders import build_service
+from controller.job.kinds import TFJOB
 from controller.job.plan import Plan, plan_job
 from tests.support.jobs import make_job, pods_for
 from tfjob_api import conditions as cond
+from tfjob_api.kubeflow_model import to_model
 
 NOW = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC)
 VOLCANO = gang.gang_scheduler("volcano")
@@ -126,3 +128,18 @@ def test_a_template_with_its_own_scheduler_gets_a_warning_event() -> None:
     out = plan(job, PLUGINS, None)
     assert out.create_pods[0]["spec"]["schedulerName"] == "custom"
     assert [e.reason for e in out.events if e.type == "Warning"] == ["SetPodTemplateSchedulerName"]
+
+
+def test_a_tfjob_masters_volcano_task_is_named_as_kubeflow_names_it() -> None:
+    tfjob_doc = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "j", "namespace": "ns",
+                                                                              "uid": "tf-uid"},
+                 "spec": {"tfReplicaSpecs": {
+                     "Master": {"replicas": 1, "template": {"spec": {"containers": [{"name": "tensorflow",
+                                                                                     "image": "tf"}]}}},
+                     "Worker": {"replicas": 1, "template": {"spec": {"containers": [{"name": "tensorflow",
+                                                                                     "image": "tf"}]}}}}}}
+    group = existing(to_model(tfjob_doc), VOLCANO, "Inqueue")
+    out = plan_job(to_model(tfjob_doc), [], None, now=NOW, gang_view=gang.GangView(VOLCANO, group), kind=TFJOB,
+                   problems=[])
+    tasks = {p["metadata"]["name"]: p["metadata"]["annotations"][gang.VOLCANO_TASK_ANNOTATION] for p in out.create_pods}
+    assert tasks == {"j-chief-0": "master", "j-worker-0": "worker"}
