@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install binaries scheduler-plugins real-node-deps real-binaries images helm argo prometheus test test-real test-tools unit lint run bench chaos clean tf-heartbeat
+.PHONY: install binaries scheduler-plugins volcano real-node-deps real-binaries images helm argo prometheus test test-real test-tools unit lint run bench chaos clean tf-heartbeat
 
 # Two distributions from this repository: the operator (.) and the user tools it builds on (client/).
 $(VENV)/.installed: setup.cfg pyproject.toml client/setup.cfg
@@ -22,6 +22,10 @@ binaries:
 # scheduler-plugins (Coscheduling) and its PodGroup controller, built into the cache outside the repo.
 scheduler-plugins:
 	bash devcluster/build-binaries.sh scheduler-plugins
+
+# The other gang scheduler: Volcano's scheduler (vc-scheduler) and its CRDs, built likewise.
+volcano:
+	bash devcluster/build-binaries.sh volcano
 
 # What real nodes need from Debian's packages (containerd, runc, CNI plugins, iptables, ipset, image
 # tools); real-binaries builds their Go binaries (kubelet, kube-proxy, coredns, kube-router) into the
@@ -58,7 +62,7 @@ test: install binaries real-node-deps real-binaries images prometheus lint
 # The Helm chart (lint, template, its drift against the kustomize install, install and upgrade on the
 # local cluster), the Argo example under Argo's own offline lint, and jobs placed by the real
 # Coscheduling gang scheduler.
-test-tools: install binaries helm argo scheduler-plugins
+test-tools: install binaries helm argo scheduler-plugins volcano
 	$(BIN)/pytest tests -m tools
 
 helm:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build the local control plane's binaries from Go modules into a cache outside the repo
-# (core, kueue, scheduler-plugins), and the binaries of real nodes (real: kubelet, kube-proxy, coredns, kube-router).
+# (core, kueue, scheduler-plugins, volcano), and the binaries of real nodes (real: kubelet, kube-proxy, coredns, kube-router).
 #
 # Idempotent: when every binary for the pinned versions is already in the cache it
 # exits at once. The versions are pinned in devcluster/versions.env (the one place).
@@ -11,9 +11,10 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 source "$HERE/versions.env"
 OUT="${TFJOB_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tfjob-operator/k8s-$K8S_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION}"
 KUEUE_OUT="${TFJOB_KUEUE_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tfjob-operator/kueue-$KUEUE_VERSION}"
+VOLCANO_OUT="${TFJOB_VOLCANO_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tfjob-operator/volcano-$VOLCANO_VERSION}"
 SP_OUT="${TFJOB_SCHEDULER_PLUGINS_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tfjob-operator/scheduler-plugins-$SCHEDULER_PLUGINS_VERSION}"
 REAL_OUT="${TFJOB_REAL_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tfjob-operator/real-k8s-$K8S_VERSION-coredns-$COREDNS_VERSION-kube-router-$KUBE_ROUTER_VERSION}"
-WHAT="${1:-core}"   # core | kueue | scheduler-plugins | scheduler-plugins-crds | real | all (core + kueue) | dir | kueue-dir | scheduler-plugins-dir | real-dir
+WHAT="${1:-core}"   # core | kueue | scheduler-plugins | scheduler-plugins-crds | volcano | real | all (core + kueue) | dir | kueue-dir | scheduler-plugins-dir | volcano-dir | real-dir
 
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-trimpath
 # k8s.io modules whose v$SCHEDULER_PLUGINS_VERSION (the tag scheduler-plugins' go.mod replaces them with)
@@ -22,6 +23,9 @@ SCHEDULER_PLUGINS_PROXY_FIXES="k8s.io/cli-runtime@v0.34.8 k8s.io/cluster-bootstr
   k8s.io/cri-client@v0.34.8 k8s.io/csi-translation-lib@v0.34.8 k8s.io/endpointslice@v0.34.8 k8s.io/externaljwt@v0.34.5
   k8s.io/kube-aggregator@v0.34.8 k8s.io/kube-controller-manager@v0.34.8 k8s.io/kube-proxy@v0.34.5
   k8s.io/kubectl@v0.34.8 k8s.io/sample-apiserver@v0.34.4"
+# The same for the k8s.io modules volcano v$VOLCANO_VERSION's go.mod replaces: none for v1.10.0 (the proxy
+# serves every v0.30.2 it names); kept so that a version bump repins like scheduler-plugins.
+VOLCANO_PROXY_FIXES=""
 
 have_core() {
   for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok; do
@@ -227,6 +231,59 @@ build_scheduler_plugins() {
   echo "build-binaries: scheduler-plugins done in $((SECONDS-start)) s -> $SP_OUT (kube-scheduler-plugins, scheduler-plugins-controller, CRDs in crd/)"
 }
 
+build_volcano() {
+  # The Volcano scheduler (volcano.sh/volcano's cmd/scheduler) as `vc-scheduler` and the CRDs it
+  # watches (config/crd/volcano/bases: podgroups and queues of scheduling.volcano.sh, jobs of
+  # batch.volcano.sh, commands of bus.volcano.sh, numatopologies of nodeinfo.volcano.sh) in crd/;
+  # devcluster/volcano.py runs it. Like scheduler-plugins its go.mod replaces every k8s.io staging
+  # module, so a wrapper module requires it, copies its replace directives and builds the command.
+  if [ -x "$VOLCANO_OUT/vc-scheduler" ] && [ -f "$VOLCANO_OUT/.complete" ]; then
+    echo "build-binaries: reusing $VOLCANO_OUT"; return 0
+  fi
+  mkdir -p "$VOLCANO_OUT"
+  rm -f "$VOLCANO_OUT/.complete"
+  local W; W=$(mktemp -d)
+  trap 'rm -rf "$W"; trap - RETURN' RETURN
+  local start=$SECONDS t MOD="volcano.sh/volcano" INFO GOMOD VMOD GOLINE KV LDFLAGS pkg
+  INFO=$(go mod download -json "$MOD@v$VOLCANO_VERSION")
+  GOMOD=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])' <<<"$INFO")
+  VMOD=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])' <<<"$INFO")
+  GOLINE=$(grep -m1 '^go ' "$GOMOD")
+  mkdir -p "$W/vc" && cd "$W/vc"
+  {
+    printf 'module local/volcano-devcluster\n\n%s\n\nrequire %s v%s\n\n' "$GOLINE" "$MOD" "$VOLCANO_VERSION"
+    awk -v fixes="$VOLCANO_PROXY_FIXES" '
+      BEGIN { n = split(fixes, pairs, " "); for (i = 1; i <= n; i++) { split(pairs[i], kv, "@"); fix[kv[1]] = kv[2] } }
+      /^replace[[:space:]]*\($/ { block = 1; print; next }
+      block && /^\)$/ { block = 0; print; next }
+      block || /^replace[[:space:]]+[^(]/ { if ($(NF-1) in fix) { $NF = fix[$(NF-1)] } print }' "$GOMOD"
+  } > go.mod
+  printf '//go:build tools\n\npackage tools\n\nimport _ "%s/cmd/scheduler"\n' "$MOD" > tools.go
+  t=$SECONDS
+  go mod tidy
+  echo "build-binaries: volcano wrapper module ready in $((SECONDS-t)) s"
+  # Version stamps as upstream's Makefile sets them (pkg/version), and the kube libraries' own
+  # (the k8s.io/kubernetes tag its go.mod requires).
+  KV=$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v1\./ { print $2; exit }' "$GOMOD")
+  LDFLAGS="-s -w -X $MOD/pkg/version.GitSHA=v$VOLCANO_VERSION -X $MOD/pkg/version.Built=$(date -u +%Y-%m-%dT%H:%M:%SZ) -X $MOD/pkg/version.Version=v$VOLCANO_VERSION"
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    LDFLAGS="$LDFLAGS -X $pkg.gitVersion=$KV -X $pkg.gitMajor=1 -X $pkg.gitMinor=$(echo "$KV" | cut -d. -f2) -X $pkg.gitTreeState=clean"
+  done
+  if ! [ -x "$VOLCANO_OUT/vc-scheduler" ]; then
+    t=$SECONDS
+    go build -ldflags "$LDFLAGS" -o "$VOLCANO_OUT/vc-scheduler.tmp.$$" "$MOD/cmd/scheduler"
+    mv -f "$VOLCANO_OUT/vc-scheduler.tmp.$$" "$VOLCANO_OUT/vc-scheduler"
+    echo "build-binaries: vc-scheduler built in $((SECONDS-t)) s (after $((SECONDS-start)) s)"
+  fi
+  rm -rf "$VOLCANO_OUT/crd"
+  mkdir -p "$VOLCANO_OUT/crd"
+  cp "$VMOD"/config/crd/volcano/bases/*.yaml "$VOLCANO_OUT/crd/"
+  chmod -R u+w "$VOLCANO_OUT/crd"
+  "$VOLCANO_OUT/vc-scheduler" --version
+  touch "$VOLCANO_OUT/.complete"
+  echo "build-binaries: volcano done in $((SECONDS-start)) s -> $VOLCANO_OUT (vc-scheduler, CRDs in crd/)"
+}
+
 # The CoreDNS plugins the real nodes' Corefile uses (corefile() in devcluster/realnode_config.py);
 # a plugin added there must be added here too (an unknown directive stops CoreDNS at start-up).
 COREDNS_PLUGINS="bind errors ready kubernetes template"
@@ -337,11 +394,13 @@ case "$WHAT" in
   kueue) build_kueue ;;
   scheduler-plugins) build_scheduler_plugins ;;
   scheduler-plugins-crds) fetch_scheduler_plugins_crds ;;
+  volcano) build_volcano ;;
   real) build_real ;;
   all) build_core; build_kueue ;;
   dir) echo "$OUT" ;;
   kueue-dir) echo "$KUEUE_OUT" ;;
   scheduler-plugins-dir) echo "$SP_OUT" ;;
+  volcano-dir) echo "$VOLCANO_OUT" ;;
   real-dir) echo "$REAL_OUT" ;;
-  *) echo "usage: build-binaries.sh [core|kueue|scheduler-plugins|scheduler-plugins-crds|real|all|dir|kueue-dir|scheduler-plugins-dir|real-dir]" >&2; exit 2 ;;
+  *) echo "usage: build-binaries.sh [core|kueue|scheduler-plugins|scheduler-plugins-crds|volcano|real|all|dir|kueue-dir|scheduler-plugins-dir|volcano-dir|real-dir]" >&2; exit 2 ;;
 esac

@@ -20,26 +20,37 @@ from .hostnet import HostNetworkError
 from .realnodes import RealNodeError
 from .schedulerplugins import BINARIES as GANG_BINARIES
 from .schedulerplugins import SCHEDULER_NAME, SchedulerPlugins, SchedulerPluginsError, find_scheduler_plugins_dir
+from .volcano import BINARIES as VOLCANO_BINARIES
+from .volcano import SCHEDULER_NAME as VOLCANO_SCHEDULER_NAME
+from .volcano import Volcano, VolcanoError, find_volcano_dir
 
 
 def cmd_up(args: argparse.Namespace) -> int:
     cluster = Cluster(args.dir)
     started = time.monotonic()
-    gang_bin_dir = None
+    gang_bin_dir = volcano_bin_dir = None
     if args.gang_scheduler == "scheduler-plugins":
         gang_bin_dir = find_scheduler_plugins_dir()  # built before the cluster starts: minutes when cold
+    elif args.gang_scheduler == "volcano":
+        volcano_bin_dir = find_volcano_dir()  # likewise
     cluster.up(nodes=args.nodes, cpus=args.cpus, memory=args.memory, pods=args.pods, gpus=args.gpus,
                timeout=args.timeout, pod_logs=not args.no_pod_logs, real_nodes=args.real_nodes)
     gang_scheduler = SchedulerPlugins(cluster, gang_bin_dir)
     gang_scheduler.stop()  # leftovers of a crashed run in this folder, bound to the old cluster
+    volcano = Volcano(cluster, volcano_bin_dir)
+    volcano.stop()
     gang = ""
-    if gang_bin_dir is not None:
+    if gang_bin_dir is not None or volcano_bin_dir is not None:
         try:
-            gang_scheduler.start()
+            if gang_bin_dir is not None:
+                gang_scheduler.start()
+            else:
+                volcano.start()
         except BaseException:
             cluster.down()
             raise
-        gang = f", gang scheduler schedulerName {SCHEDULER_NAME}"
+        name = SCHEDULER_NAME if gang_bin_dir is not None else VOLCANO_SCHEDULER_NAME
+        gang = f", gang scheduler schedulerName {name}"
     real = f" and {len(cluster.real_nodes)} real" if cluster.real_nodes else ""
     print(f"devcluster up in {time.monotonic() - started:.1f}s: {cluster.api_url}, "
           f"{len(cluster.nodes)} fake{real} nodes{gang}, folder {cluster.dir}", file=sys.stderr)
@@ -50,6 +61,7 @@ def cmd_up(args: argparse.Namespace) -> int:
 def cmd_down(args: argparse.Namespace) -> int:
     cluster = Cluster(args.dir)
     SchedulerPlugins(cluster).stop()  # a no-op unless `up --gang-scheduler` (or a test) started it
+    Volcano(cluster).stop()  # likewise
     cluster.down()
     return 0
 
@@ -62,8 +74,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"not running ({cluster.dir})")
         return 1
     print(f"folder     {cluster.dir}\napi        {cluster.api_url}\nkubeconfig {cluster.kubeconfig}")
-    # The gang scheduler's two processes when `up --gang-scheduler scheduler-plugins` (or a test) started them.
-    for component, s in {**status, **SchedulerPlugins(cluster).status()}.items():
+    # The gang scheduler's processes when `up --gang-scheduler ...` (or a test) started them.
+    for component, s in {**status, **SchedulerPlugins(cluster).status(), **Volcano(cluster).status()}.items():
         state = "running" if s["running"] else "STOPPED"
         port = f"127.0.0.1:{s['port']}" if s["port"] else "-"
         print(f"{component:<28} {state:<8} pid {s['pid'] or '-':<8} {port:<16} {s['log']}")
@@ -82,6 +94,8 @@ def cmd_logs(args: argparse.Namespace) -> int:
     cluster = Cluster(args.dir)
     if args.component in GANG_BINARIES:
         print(SchedulerPlugins(cluster).logs(args.component, tail=args.tail), end="")
+    elif args.component in VOLCANO_BINARIES:
+        print(Volcano(cluster).logs(args.component, tail=args.tail), end="")
     else:
         print(cluster.logs(canonical(args.component), tail=args.tail), end="")
     return 0
@@ -111,10 +125,11 @@ def _up_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--real-nodes", type=int, default=0,
                         help="real nodes (kubelet + containerd, real containers) beside the fake ones; needs "
                              "root and `make real-node-deps`; tainted when there are fake nodes too (default 0)")
-    parser.add_argument("--gang-scheduler", choices=("none", "scheduler-plugins"), default="none",
+    parser.add_argument("--gang-scheduler", choices=("none", "scheduler-plugins", "volcano"), default="none",
                         help="also run a gang scheduler beside kube-scheduler: `scheduler-plugins` is the "
                              "kubernetes-sigs Coscheduling scheduler (schedulerName scheduler-plugins-scheduler) "
-                             "with its PodGroup controller, built on first use (default none)")
+                             "with its PodGroup controller, `volcano` the Volcano scheduler (schedulerName "
+                             "volcano, Queue `default`); built on first use (default none)")
     parser.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for readiness")
     parser.add_argument("--no-pod-logs", action="store_true",
                         help="do not run the agent that writes the simulated containers' logs (kubectl logs)")
@@ -123,7 +138,7 @@ def _up_arguments(parser: argparse.ArgumentParser) -> None:
 def _logs_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("component", help="one of " + ", ".join(COMPONENTS) + " (or apiserver, kcm, scheduler); "
                         "with real nodes also containerd-N, kubelet-N, coredns, kube-proxy, kube-router; with "
-                        "--gang-scheduler also " + ", ".join(GANG_BINARIES))
+                        "--gang-scheduler also " + ", ".join(GANG_BINARIES + VOLCANO_BINARIES))
     parser.add_argument("--tail", type=int, default=None, help="only the last N lines")
 
 
@@ -158,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     function = COMMANDS[args.command][0]
     try:
         return function(args)
-    except (ClusterError, MissingBinariesError, RealNodeError, HostNetworkError, SchedulerPluginsError,
+    except (ClusterError, MissingBinariesError, RealNodeError, HostNetworkError, SchedulerPluginsError, VolcanoError,
             ValueError) as error:
         print(f"tfjob-devcluster {args.command}: {error}", file=sys.stderr)
         return 1
