@@ -6,6 +6,12 @@
   reach it with `spec.schedulerName: SCHEDULER_NAME` and join a PodGroup with the label
   `POD_GROUP_LABEL: <group>`. With TFJOB_DEVCLUSTER_DIR, one already running there (`tfjob-devcluster
   up --gang-scheduler scheduler-plugins`) is reused and left running.
+* `volcano` (session): builds or reuses the Volcano scheduler and its CRDs (`build-binaries.sh
+  volcano`), installs the CRDs and the Queue `default` and runs it beside the devcluster's
+  kube-scheduler (devcluster/volcano.py) until the session ends. Pods reach it with
+  `spec.schedulerName: volcano` and join a scheduling.volcano.sh PodGroup with the annotation
+  `scheduling.k8s.io/group-name: <group>`. With TFJOB_DEVCLUSTER_DIR, one already running there
+  (`tfjob-devcluster up --gang-scheduler volcano`) is reused and left running.
 * `pod_group_api` (session): only the CRDs, downloaded with the module (no build): the PodGroup API
   served without the scheduler, for `make test`.
 * `gang_pool` (per test): a factory, `gang_pool(cpus=5, nodes=2, memory="64Gi", pods=110, gpus=0) ->
@@ -32,6 +38,8 @@ import pytest
 from devcluster.cluster import Cluster
 from devcluster.components import KUBELET_ADDRESS, KWOK_NODE_ANNOTATION
 from devcluster.schedulerplugins import CONTROLLER, SCHEDULER, SchedulerPlugins, fetch_crds
+from devcluster.volcano import SCHEDULER as VOLCANO_SCHEDULER
+from devcluster.volcano import Volcano
 from kube import ApiError, Kube, resource_path
 from tests.support.polling import wait_for
 
@@ -63,6 +71,22 @@ def scheduler_plugins(cluster: Cluster) -> Iterator[SchedulerPlugins]:
     finally:
         gang.stop()
         atexit.unregister(gang.stop)
+
+
+@pytest.fixture(scope="session")
+def volcano(cluster: Cluster) -> Iterator[Volcano]:
+    """The Volcano scheduler running against the session cluster."""
+    scheduler = Volcano(cluster)
+    if scheduler.is_running():  # a reused cluster (TFJOB_DEVCLUSTER_DIR) that already runs it
+        yield scheduler
+        return
+    atexit.register(scheduler.stop)
+    try:
+        scheduler.start()
+        yield scheduler
+    finally:
+        scheduler.stop()
+        atexit.unregister(scheduler.stop)
 
 
 @dataclass(frozen=True)
@@ -154,4 +178,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             for binary in (SCHEDULER, CONTROLLER):
                 report.sections.append((f"{binary} log (last {LOG_TAIL_LINES} lines)",
                                         gang.logs(binary, tail=LOG_TAIL_LINES)))
+        volcano = getattr(item, "funcargs", {}).get("volcano")
+        if isinstance(volcano, Volcano):
+            report.sections.append((f"{VOLCANO_SCHEDULER} log (last {LOG_TAIL_LINES} lines)",
+                                    volcano.logs(tail=LOG_TAIL_LINES)))
     return report
