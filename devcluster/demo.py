@@ -40,7 +40,7 @@ CRD = ROOT / "manifests" / "crd.yaml"
 EXAMPLE = ROOT / "manifests" / "examples" / "allreduce.yaml"
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/tensorflowjobs.kubeflow.org"
 NAMESPACE = "tfjob-demo"
-COLUMNS = ("NAME", "STATE", "WORKERS", "PS", "RESTARTS", "AGE")
+COLUMNS = ("NAME", "STATE", "WORKERS", "PS", "RESTARTS", "PROGRESS", "ETA", "AGE")
 POLL_SECONDS = 0.5
 
 
@@ -73,12 +73,14 @@ def job_row(job: dict[str, Any], now: datetime) -> tuple[str, ...]:
         str((replicas.get("worker") or {}).get("active", "")),
         str((replicas.get("ps") or {}).get("active", "")),
         str(status.get("restartCount", "")),
+        str((status.get("progress") or {}).get("summary", "")),
+        str((status.get("progress") or {}).get("remaining", "")),
         human_age((now - created).total_seconds()),
     )
 
 
 def format_row(cells: tuple[str, ...]) -> str:
-    widths = (24, 12, 9, 4, 10, 6)
+    widths = (24, 12, 9, 4, 10, 10, 8, 6)
     return "".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True)).rstrip()
 
 

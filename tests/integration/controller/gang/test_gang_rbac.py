@@ -6,19 +6,32 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from tests.support.jobs import devcluster_role
 
-from ..conftest import Operator, TfJobs
+from ..conftest import CrdScheme, Operator, TfJobs
 from ..test_operations import Grants, election, forbidden_lines, grants, operators_as, samples  # noqa: F401
 from .test_gang_jobs import GANG_FLAGS, pod_group
 
 
+@pytest.fixture
+def default_scheme(crd_scheme: CrdScheme) -> None:
+    """The default CRDs (TensorFlowJob alone), set before the session operator is stopped: switching
+    restarts it."""
+    crd_scheme.use("default")
+
+
 def test_the_manifests_role_grants_every_pod_group_call_the_operator_makes(
-        cluster: Any, pod_group_api: None, grants: Grants, operators_as: Callable[..., Operator],  # noqa: F811
-        tfjobs_no_operator: TfJobs) -> None:
+        cluster: Any, pod_group_api: None, default_scheme: None, no_session_operator: None,
+        grants: Grants, operators_as: Callable[..., Operator], tfjobs_no_operator: TfJobs,  # noqa: F811
+) -> None:
+    # Only this operator runs (the session's, with the admin's identity, would create what this one
+    # is refused), and only in this namespace: earlier tests' namespaces may still be terminating
+    # with their jobs, where every create is refused with a 403 (NamespaceTerminating) whatever the role.
     grants.grant_operator_roles()
     kubeconfig = cluster.service_account_kubeconfig(grants.namespace, grants.account)
-    operator = operators_as(kubeconfig, [*election(grants.namespace), *GANG_FLAGS])
+    operator = operators_as(kubeconfig, [*election(grants.namespace), *GANG_FLAGS, "--namespace", grants.namespace])
     jobs = tfjobs_no_operator
 
     jobs.create("gang", worker=devcluster_role(2))  # list/watch, then create the PodGroup
@@ -31,5 +44,6 @@ def test_the_manifests_role_grants_every_pod_group_call_the_operator_makes(
 
     refused = {k: v for k, v in samples(operator).items() if k[0] == "tfjob_api_requests_total"
                and ("code", "403") in k[1]}
-    assert refused == {}
+    refusals = [e["message"] for e in jobs.events("gang") if e["reason"].startswith("FailedCreate")]
+    assert refused == {}, refusals
     assert forbidden_lines(operator) == []
