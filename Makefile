@@ -51,17 +51,17 @@ unit: install
 # The whole suite: lint, unit tests, integration tests against a local control plane that the test
 # session starts and stops itself (binaries built or reused from the cache), and the real-node
 # scenarios marked real_ci (real containers on a real node; the rest: `make test-real`).
-# The tests of Helm, Argo's CLI and the real gang scheduler are not part of it: all three are built
-# from their Go modules (about 9, 7 and 10 cold minutes on two idle cores, which a cold `make test`
+# The tests of Helm, Argo's CLI and the real gang schedulers are not part of it: all are built from
+# their Go modules (about 9, 7, 10 and 5 cold minutes on two idle cores, which a cold `make test`
 # cannot afford); `make test-tools` runs them. Of gang scheduling, `make test` runs the operator's
-# PodGroups against the real PodGroup CRD (downloaded in seconds) without the scheduler. Prometheus and promtool (Debian's package, seconds) are, for the alert rules and the
-# dashboard; so is the real kfp SDK (its own venv, under two minutes) for the pipeline example.
+# PodGroups against the real PodGroup CRD (downloaded in seconds) without the scheduler. Prometheus
+# and promtool (Debian's package, seconds) are, for the alert rules and the dashboard; so is the real kfp SDK (its own venv, under two minutes) for the pipeline example.
 test: install binaries real-node-deps real-binaries images prometheus lint
 	$(BIN)/pytest tests -m "(not real or real_ci) and not tools"
 
 # The Helm chart (lint, template, its drift against the kustomize install, install and upgrade on the
 # local cluster), the Argo example under Argo's own offline lint, and jobs placed by the real
-# Coscheduling gang scheduler.
+# Coscheduling and Volcano gang schedulers.
 test-tools: install binaries helm argo scheduler-plugins volcano
 	$(BIN)/pytest tests -m tools
 

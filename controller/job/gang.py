@@ -216,12 +216,12 @@ def admitted(view: GangView) -> bool:
     return view.existing is not None and phase(view.existing) not in ("", "Pending")
 
 
-def describe(view: GangView) -> str:
+def describe(view: GangView, job_name: str) -> str:
     """The PodGroup's state in words for the job's Pending condition: its phase, and Volcano's
     reason when it gave one (its `Unschedulable` condition)."""
     group = view.existing
     if group is None:
-        return f"its {view.scheduler.name} PodGroup does not exist yet"
+        return f"PodGroup {job_name} ({view.scheduler.name}) is being created"
     text = f"PodGroup {group['metadata']['name']} ({view.scheduler.name}) is {phase(group) or 'new'}"
     status = group.get("status") or {}
     for condition in status.get("conditions") or []:

@@ -495,7 +495,7 @@ class _Planner(PlanDraft):
         phase after the scheduler's reason; a gang Volcano has not admitted (so no pod exists yet)
         is Pending itself."""
         assert self.gang is not None
-        said = gang.describe(self.gang)
+        said = gang.describe(self.gang, self.name)
         if problem is not None:
             return pending.Pending(problem.reason, f"{problem.message}; {said}", problem.pods)
         missing = [key for key in desired_pod_keys(self.job) if not self.observed.by_slot.get(key)]

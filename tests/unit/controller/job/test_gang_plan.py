@@ -143,3 +143,9 @@ def test_a_tfjob_masters_volcano_task_is_named_as_kubeflow_names_it() -> None:
                    problems=[])
     tasks = {p["metadata"]["name"]: p["metadata"]["annotations"][gang.VOLCANO_TASK_ANNOTATION] for p in out.create_pods}
     assert tasks == {"j-chief-0": "master", "j-worker-0": "worker"}
+
+
+def test_a_volcano_gang_whose_pod_group_is_not_there_yet_names_it() -> None:
+    pending = cond.find(plan(make_job(worker=2), VOLCANO, None).status["conditions"], cond.PENDING)
+    assert pending is not None and pending["reason"] == "PodGroupPending"
+    assert "PodGroup j (volcano) is being created" in pending["message"]
