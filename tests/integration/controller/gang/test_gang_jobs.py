@@ -39,9 +39,10 @@ def gang_role(replicas: int, pool: GangPool, cpu: str = "1") -> dict[str, Any]:
                 containers=[container(DEVCLUSTER_IMAGE, requests={"cpu": cpu, "memory": "1Gi"})], **pool.placement())
 
 
-def pod_group(api: Kube, namespace: str, name: str) -> dict[str, Any] | None:
+def pod_group(api: Kube, namespace: str, name: str, group: str = GROUP, version: str = VERSION) -> dict[str, Any] | None:
+    """The PodGroup of that name (scheduler-plugins' unless another group is named), None if there is none."""
     try:
-        return api.get(resource_path(GROUP, VERSION, "podgroups", namespace, name))
+        return api.get(resource_path(group, version, "podgroups", namespace, name))
     except ApiError as error:
         if error.not_found:
             return None

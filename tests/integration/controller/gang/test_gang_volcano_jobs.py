@@ -24,6 +24,7 @@ from tests.support.operator import Operator
 from ..conftest import TfJobs
 from .conftest import GangPool
 from .test_gang_jobs import MEMBERS, STABLE_SECONDS, gang_role, running
+from .test_gang_jobs import pod_group as find_pod_group
 
 pytestmark = pytest.mark.tools
 
@@ -32,12 +33,7 @@ VOLCANO_FLAGS = ["--gang-scheduler=volcano"]
 
 
 def pod_group(api: Kube, namespace: str, name: str) -> dict[str, Any] | None:
-    try:
-        return api.get(resource_path(GROUP, VERSION, "podgroups", namespace, name))
-    except ApiError as error:
-        if error.not_found:
-            return None
-        raise
+    return find_pod_group(api, namespace, name, GROUP, VERSION)
 
 
 @pytest.fixture
