@@ -29,30 +29,24 @@ control-plane components, and this module does the set-up that the kustomize ins
     cluster folder; it needs write access to /etc (true in this root dev container), and the error
     says so otherwise.
 
-The manager's pid and ports are recorded in `<cluster>/kueue/state.json` and its log goes to the
-cluster's logs folder (`logs/kueue.log`), so `stop()` works from another process too; like the
-control-plane components it is stopped by its recorded pid only (devcluster.processes).
+The manager is a `HostAddon` (devcluster/addon.py): its pid and ports are recorded in
+`<cluster>/kueue/state.json` and its log goes to the cluster's logs folder (`logs/kueue.log`), so
+`stop()` works from another process too; it is stopped by its recorded pid only.
 """
 
 from __future__ import annotations
 
-import http.client
 import os
 import subprocess
-import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import yaml
 
-from . import processes
+from .addon import AddonBuild, AddonError, AddonState, HostAddon, http_ok
 from .api import ApiError
-from .binaries import BUILD_SCRIPT, read_versions
 from .cluster import Cluster
-from .crds import install_crds
-from .ports import free_ports
 from .state import JsonState
 
 BINARY = "kueue"
@@ -73,36 +67,13 @@ METRICS_CERT_DIR = Path("/etc/kueue/metrics/certs")
 OPENSSL_CONFIG = "[req]\ndistinguished_name = dn\nprompt = no\n[dn]\nCN = unused\n"
 
 
-class KueueError(RuntimeError):
+class KueueError(AddonError):
     """Kueue could not be built, installed or started (the message says which and why)."""
 
 
-def kueue_dir() -> Path:
-    """The folder `build-binaries.sh kueue` fills: $TFJOB_KUEUE_BIN_DIR, else the user cache."""
-    if os.environ.get("TFJOB_KUEUE_BIN_DIR"):
-        return Path(os.environ["TFJOB_KUEUE_BIN_DIR"]).expanduser()
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "tfjob-operator" / f"kueue-{read_versions()['KUEUE_VERSION']}"
-
-
-def _complete(folder: Path) -> bool:
-    return os.access(folder / BINARY, os.X_OK) and (folder / ".complete").is_file()
-
-
-def find_kueue_dir(build: bool = True) -> Path:
-    """The Kueue folder (binary `kueue`, CRDs in `crd/`), running `build-binaries.sh kueue` when it is
-    incomplete and `build` allows (about 10 minutes cold; a no-op when complete)."""
-    folder = kueue_dir()
-    if _complete(folder):
-        return folder
-    if build:
-        print(f"devcluster: building Kueue into {folder} (first run: ~10 min)", file=sys.stderr)
-        result = subprocess.run(["bash", str(BUILD_SCRIPT), "kueue"], stdout=sys.stderr, check=False)
-        if result.returncode == 0 and _complete(folder):
-            return folder
-        raise KueueError(f"`bash {BUILD_SCRIPT} kueue` exited {result.returncode} and {folder} is incomplete "
-                         "(needs Go and the Go module proxy)")
-    raise KueueError(f"{folder} lacks {BINARY} or .complete; run `bash {BUILD_SCRIPT} kueue`")
+BUILD = AddonBuild(name="kueue", title="Kueue", binaries=(BINARY,), cold_build="~10 min", error=KueueError)
+"""`build-binaries.sh kueue` fills $TFJOB_KUEUE_BIN_DIR, else the user cache (about 10 minutes cold)."""
+find_kueue_dir = BUILD.find
 
 
 def _openssl(args: list[str], workdir: Path) -> None:
@@ -130,16 +101,34 @@ def self_signed_pair(folder: Path, common_name: str) -> tuple[Path, Path]:
 
 
 @dataclass
-class KueueState(JsonState):
-    """What start() decided and started; saved as <cluster>/kueue/state.json."""
+class _StateFile(JsonState):
+    """The shape of <cluster>/kueue/state.json: one manager, so one `pid`. Kept as it always was, so
+    that a manager started by earlier code is still found and stopped."""
 
     bin_dir: str
     pid: int
     ports: dict[str, int]
 
 
-class Kueue:
+class KueueState(AddonState):
+    """The manager's AddonState, saved in _StateFile's shape."""
+
+    def save(self, path: Path) -> None:
+        _StateFile(bin_dir=self.bin_dir, pid=self.pids[BINARY], ports=self.ports).save(path)
+
+    @classmethod
+    def load(cls, path: Path) -> Self | None:
+        saved = _StateFile.load(path)
+        return None if saved is None else cls(bin_dir=saved.bin_dir, pids={BINARY: saved.pid}, ports=saved.ports)
+
+
+class Kueue(HostAddon[KueueState]):
     """Kueue's manager for one running devcluster (see the module docstring for what it sets up)."""
+
+    build = BUILD
+    crd_names = CRD_NAMES
+    readiness = "kueue's /readyz"
+    state_type = KueueState
 
     def __init__(self, cluster: Cluster, bin_dir: str | os.PathLike[str] | None = None,
                  frameworks: tuple[str, ...] = DEFAULT_FRAMEWORKS) -> None:
@@ -147,17 +136,10 @@ class Kueue:
         ("batch/job", "kubeflow.org/tfjob"). Kueue sets up a framework's controller once the API of its
         kind is served (polling with a backoff of up to two minutes), so start the manager after the
         framework's CRD is installed."""
-        self.cluster = cluster
+        super().__init__(cluster, bin_dir)
         self.frameworks = tuple(frameworks)
-        self.dir = cluster.dir / "kueue"
-        self._bin_dir = Path(bin_dir) if bin_dir else None
-        self._state = KueueState.load(self.state_file)
 
     # ------------------------------------------------------------------ facts
-
-    @property
-    def state_file(self) -> Path:
-        return self.dir / "state.json"
 
     @property
     def config_file(self) -> Path:
@@ -169,55 +151,26 @@ class Kueue:
         return self.dir / "certs"
 
     @property
-    def log_file(self) -> Path:
-        return self.cluster.layout.log("kueue")
-
-    @property
-    def bin_dir(self) -> Path:
-        if self._state is not None:
-            return Path(self._state.bin_dir)
-        return self._bin_dir or find_kueue_dir(build=False)
-
-    @property
-    def ports(self) -> dict[str, int]:
-        """{"webhook": port, "health": port} of the running manager (both on 127.0.0.1)."""
-        return dict(self._state.ports) if self._state else {}
+    def port_names(self) -> tuple[str, ...]:
+        """`ports` is {"webhook": port, "health": port} (both on 127.0.0.1)."""
+        return ("webhook", "health")
 
     @property
     def pid(self) -> int | None:
-        return self._state.pid if self._state else None
-
-    def is_running(self) -> bool:
-        return self._state is not None and processes.is_running(self._state.pid, self.bin_dir / BINARY)
+        return self.pids.get(BINARY)
 
     def ready(self) -> bool:
         """True when the manager's /readyz answers 200 (its webhook server listens)."""
-        if self._state is None:
-            return False
-        connection = http.client.HTTPConnection("127.0.0.1", self._state.ports["health"], timeout=5.0)
-        try:
-            connection.request("GET", "/readyz")
-            return connection.getresponse().status == 200
-        except (OSError, http.client.HTTPException):
-            return False
-        finally:
-            connection.close()
-
-    def logs(self, tail: int | None = None) -> str:
-        """The manager's log (its last `tail` lines when given); '' if there is none yet."""
-        try:
-            text = self.log_file.read_text(errors="replace")
-        except FileNotFoundError:
-            return ""
-        return "\n".join(text.splitlines()[-tail:]) if tail else text
+        return self._state is not None and http_ok(self._state.ports["health"], "/readyz")
 
     # ------------------------------------------------------------------ set-up
 
-    def install_crds(self, timeout: float = 60.0) -> None:
-        """Server-side apply Kueue's 11 CRDs and wait until each is Established."""
-        problem = install_crds(self.cluster, self.bin_dir / "crd", CRD_NAMES, timeout)
-        if problem:
-            raise KueueError(f"{problem}; rerun `bash {BUILD_SCRIPT} kueue`")
+    def _install(self) -> None:
+        """The CRDs, the namespace, the webhook server's certificate and the metrics certificate."""
+        self.install_crds()
+        self._ensure_namespace()
+        self_signed_pair(self.cert_dir, "kueue-webhook")
+        self._metrics_certs()
 
     def _ensure_namespace(self) -> None:
         try:
@@ -256,49 +209,6 @@ class Kueue:
             # the Workload's PodsReady condition.
         }
 
-    # ------------------------------------------------------------------ lifecycle
-
-    def start(self, timeout: float = 120.0) -> None:
-        """Install the CRDs, write certificates and the Configuration, start the manager and wait
-        for its /readyz. A no-op when it already runs. On failure the manager is stopped again."""
-        if self.is_running():
-            return
-        bin_dir = self._bin_dir or find_kueue_dir()
-        self.dir.mkdir(parents=True, exist_ok=True)
-        self.install_crds()
-        self._ensure_namespace()
-        self_signed_pair(self.cert_dir, "kueue-webhook")
-        self._metrics_certs()
-        ports = free_ports(["kueue-webhook", "kueue-health"])
-        ports = {"webhook": ports["kueue-webhook"], "health": ports["kueue-health"]}
-        self.config_file.write_text(yaml.safe_dump(self.configuration(ports), sort_keys=False))
-
-        env = {**os.environ, "KUBECONFIG": str(self.cluster.kubeconfig),
-               "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
-        pid = processes.spawn([str(bin_dir / BINARY), f"--config={self.config_file}"], self.log_file, env)
-        self._state = KueueState(bin_dir=str(bin_dir), pid=pid, ports=ports)
-        self._state.save(self.state_file)
-        try:
-            self._wait_ready(timeout)
-        except BaseException:
-            self.stop(grace=0)
-            raise
-
-    def _wait_ready(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while not self.ready():
-            if not self.is_running():
-                raise KueueError(f"kueue exited; last lines of {self.log_file}:\n{self.logs(tail=30)}")
-            if time.monotonic() >= deadline:
-                raise KueueError(f"timed out after {timeout:g}s waiting for kueue's /readyz; last lines of "
-                                 f"{self.log_file}:\n{self.logs(tail=30)}")
-            time.sleep(0.2)
-
-    def stop(self, grace: float = 5.0) -> None:
-        """Stop the manager by its recorded pid (SIGTERM, SIGKILL after `grace` s). CRDs and the
-        objects of Kueue's API stay, as after uninstalling a Deployment."""
-        if self._state is None:
-            return
-        processes.stop(self._state.pid, Path(self._state.bin_dir) / BINARY, timeout=grace)
-        self.state_file.unlink(missing_ok=True)
-        self._state = None
+    def _prepare(self, state: KueueState) -> dict[str, list[str]]:
+        self.config_file.write_text(yaml.safe_dump(self.configuration(state.ports), sort_keys=False))
+        return {BINARY: [str(Path(state.bin_dir) / BINARY), f"--config={self.config_file}"]}

@@ -36,31 +36,25 @@ RBAC, which a real install must grant (the chart's ClusterRoles). Set-up done he
   kubeconfig like the devcluster's kube-scheduler. The controller's health probes are on another
   free port (plain HTTP), its metrics server is off.
 
-Pids and ports are recorded in `<cluster>/scheduler-plugins/state.json` and the logs go to the
-cluster's logs folder (`logs/scheduler-plugins-scheduler.log`, `logs/scheduler-plugins-controller.log`),
-so `stop()` works from another process too (`tfjob-devcluster down`); like the control-plane
-components both are stopped by their recorded pids only (devcluster.processes).
+Both are one `HostAddon` (devcluster/addon.py): pids and ports are recorded in
+`<cluster>/scheduler-plugins/state.json` and the logs go to the cluster's logs folder
+(`logs/scheduler-plugins-scheduler.log`, `logs/scheduler-plugins-controller.log`), so `stop()` works
+from another process too (`tfjob-devcluster down`); both are stopped by their recorded pids only.
 """
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import subprocess
 import sys
-import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import processes
+from .addon import AddonBuild, AddonError, AddonState, HostAddon, http_ok
 from .api import probe_https
-from .binaries import BUILD_SCRIPT, read_versions
+from .binaries import BUILD_SCRIPT
 from .cluster import Cluster
-from .crds import install_crds
-from .ports import free_ports
-from .state import JsonState
 
 SCHEDULER = "kube-scheduler-plugins"
 CONTROLLER = "scheduler-plugins-controller"
@@ -91,37 +85,15 @@ pods of another group going away. So after a job finishes, the next gang may wai
 for its retry; 30 s keeps the tests that wait for it short, the default is what clusters have."""
 
 
-class SchedulerPluginsError(RuntimeError):
+class SchedulerPluginsError(AddonError):
     """scheduler-plugins could not be built, installed or started (the message says which and why)."""
 
 
-def scheduler_plugins_dir() -> Path:
-    """The folder `build-binaries.sh scheduler-plugins` fills: $TFJOB_SCHEDULER_PLUGINS_BIN_DIR, else the user cache."""
-    if os.environ.get("TFJOB_SCHEDULER_PLUGINS_BIN_DIR"):
-        return Path(os.environ["TFJOB_SCHEDULER_PLUGINS_BIN_DIR"]).expanduser()
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "tfjob-operator" / f"scheduler-plugins-{read_versions()['SCHEDULER_PLUGINS_VERSION']}"
-
-
-def _complete(folder: Path) -> bool:
-    return all(os.access(folder / name, os.X_OK) for name in BINARIES) and (folder / ".complete").is_file()
-
-
-def find_scheduler_plugins_dir(build: bool = True) -> Path:
-    """The scheduler-plugins folder (the two binaries, CRDs in `crd/`), running `build-binaries.sh
-    scheduler-plugins` when it is incomplete and `build` allows (a no-op when complete)."""
-    folder = scheduler_plugins_dir()
-    if _complete(folder):
-        return folder
-    if build:
-        print(f"devcluster: building scheduler-plugins into {folder} (first run: several minutes)", file=sys.stderr)
-        result = subprocess.run(["bash", str(BUILD_SCRIPT), "scheduler-plugins"], stdout=sys.stderr, check=False)
-        if result.returncode == 0 and _complete(folder):
-            return folder
-        raise SchedulerPluginsError(f"`bash {BUILD_SCRIPT} scheduler-plugins` exited {result.returncode} and "
-                                    f"{folder} is incomplete (needs Go and the Go module proxy)")
-    raise SchedulerPluginsError(f"{folder} lacks {' or '.join(BINARIES)} or .complete; "
-                                f"run `bash {BUILD_SCRIPT} scheduler-plugins`")
+BUILD = AddonBuild(name="scheduler-plugins", title="scheduler-plugins", binaries=BINARIES,
+                   cold_build="several minutes", error=SchedulerPluginsError)
+"""`build-binaries.sh scheduler-plugins` fills $TFJOB_SCHEDULER_PLUGINS_BIN_DIR, else the user cache."""
+scheduler_plugins_dir = BUILD.folder
+find_scheduler_plugins_dir = BUILD.find
 
 
 def fetch_crds() -> Path:
@@ -136,106 +108,34 @@ def fetch_crds() -> Path:
     return folder
 
 
-def _http_ok(port: int, path: str) -> bool:
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5.0)
-    try:
-        connection.request("GET", path)
-        return connection.getresponse().status == 200
-    except (OSError, http.client.HTTPException):
-        return False
-    finally:
-        connection.close()
+class SchedulerPlugins(HostAddon[AddonState]):
+    """The scheduler-plugins scheduler and controller for one running devcluster (see the module docstring).
+    `ports` is {SCHEDULER: port, CONTROLLER: port}: where each serves /healthz and /readyz on 127.0.0.1
+    (the scheduler over HTTPS with a self-signed certificate, the controller over HTTP)."""
 
-
-@dataclass
-class SchedulerPluginsState(JsonState):
-    """What start() decided and started; saved as <cluster>/scheduler-plugins/state.json."""
-
-    bin_dir: str
-    pids: dict[str, int]  # binary name -> pid
-    ports: dict[str, int]  # binary name -> health port (the scheduler's HTTPS, the controller's HTTP)
-
-
-class SchedulerPlugins:
-    """The scheduler-plugins scheduler and controller for one running devcluster (see the module docstring)."""
+    build = BUILD
+    crd_names = CRD_NAMES
+    readiness = "scheduler-plugins' /readyz"
+    log_names = LOGS
+    state_type = AddonState
 
     def __init__(self, cluster: Cluster, bin_dir: str | os.PathLike[str] | None = None,
                  permit_waiting_seconds: int = PERMIT_WAITING_SECONDS) -> None:
         """`permit_waiting_seconds` is Coscheduling's `permitWaitingTimeSeconds`: how long the pods
         of a group already placed wait for the rest (a PodGroup's `scheduleTimeoutSeconds` wins)."""
-        self.cluster = cluster
+        super().__init__(cluster, bin_dir)
         self.permit_waiting_seconds = permit_waiting_seconds
-        self.dir = cluster.dir / "scheduler-plugins"
-        self._bin_dir = Path(bin_dir) if bin_dir else None
-        self._state = SchedulerPluginsState.load(self.state_file)
-
-    # ------------------------------------------------------------------ facts
-
-    @property
-    def state_file(self) -> Path:
-        return self.dir / "state.json"
 
     @property
     def config_file(self) -> Path:
         return self.dir / "scheduler-config.json"
-
-    def log_file(self, binary: str) -> Path:
-        return self.cluster.layout.log(LOGS[binary])
-
-    @property
-    def bin_dir(self) -> Path:
-        if self._state is not None:
-            return Path(self._state.bin_dir)
-        return self._bin_dir or find_scheduler_plugins_dir(build=False)
-
-    @property
-    def ports(self) -> dict[str, int]:
-        """{SCHEDULER: port, CONTROLLER: port}: where each serves /healthz and /readyz on 127.0.0.1
-        (the scheduler over HTTPS with a self-signed certificate, the controller over HTTP)."""
-        return dict(self._state.ports) if self._state else {}
-
-    @property
-    def pids(self) -> dict[str, int]:
-        return dict(self._state.pids) if self._state else {}
-
-    def is_running(self) -> bool:
-        """True when both processes run."""
-        state = self._state
-        return state is not None and all(
-            processes.is_running(state.pids.get(name), Path(state.bin_dir) / name) for name in BINARIES)
-
-    def status(self) -> dict[str, dict[str, Any]]:
-        """Per binary, like Cluster.status(): pid, whether it runs, its health port and log file
-        ({} when it was not started)."""
-        state = self._state
-        if state is None:
-            return {}
-        return {binary: {"pid": pid, "running": processes.is_running(pid, Path(state.bin_dir) / binary),
-                         "port": state.ports.get(binary), "log": str(self.log_file(binary))}
-                for binary, pid in state.pids.items()}
 
     def ready(self) -> bool:
         """True when the scheduler's /readyz (its informers synced) and the controller's /readyz answer 200."""
         if self._state is None:
             return False
         ports = self._state.ports
-        return probe_https(f"https://127.0.0.1:{ports[SCHEDULER]}/readyz") and _http_ok(ports[CONTROLLER], "/readyz")
-
-    def logs(self, binary: str = SCHEDULER, tail: int | None = None) -> str:
-        """The log of SCHEDULER or CONTROLLER (its last `tail` lines when given); '' if there is none yet."""
-        try:
-            text = self.log_file(binary).read_text(errors="replace")
-        except FileNotFoundError:
-            return ""
-        return "\n".join(text.splitlines()[-tail:]) if tail else text
-
-    # ------------------------------------------------------------------ set-up
-
-    def install_crds(self, timeout: float = 60.0) -> None:
-        """Server-side apply the PodGroup and ElasticQuota CRDs and wait until each is Established."""
-        problem = install_crds(self.cluster, self.bin_dir / "crd", CRD_NAMES, timeout)
-        if problem:
-            raise SchedulerPluginsError(f"{problem}; rerun `bash {BUILD_SCRIPT} scheduler-plugins`")
+        return probe_https(f"https://127.0.0.1:{ports[SCHEDULER]}/readyz") and http_ok(ports[CONTROLLER], "/readyz")
 
     def configuration(self) -> dict[str, Any]:
         """The KubeSchedulerConfiguration of the second scheduler (one gang-scheduling profile)."""
@@ -257,60 +157,14 @@ class SchedulerPlugins:
             }],
         }
 
-    # ------------------------------------------------------------------ lifecycle
-
-    def start(self, timeout: float = 120.0) -> None:
-        """Install the CRDs, write the configuration, start the scheduler and the controller and wait
-        until both are ready. A no-op when both already run. On failure both are stopped again."""
-        if self.is_running():
-            return
-        self.stop(grace=0)  # one of the two may have died: start both afresh
-        bin_dir = self._bin_dir or find_scheduler_plugins_dir()
-        self.dir.mkdir(parents=True, exist_ok=True)
-        self._state = SchedulerPluginsState(bin_dir=str(bin_dir), pids={}, ports={})
-        self.install_crds()
+    def _prepare(self, state: AddonState) -> dict[str, list[str]]:
         self.config_file.write_text(json.dumps(self.configuration(), indent=2) + "\n")
-        ports = free_ports(BINARIES)
-        kubeconfig = str(self.cluster.kubeconfig)
-        env = {**os.environ, "KUBECONFIG": kubeconfig,
-               "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
-        commands = {
-            SCHEDULER: [str(bin_dir / SCHEDULER), f"--config={self.config_file}",
+        kubeconfig, ports = str(self.cluster.kubeconfig), state.ports
+        return {
+            SCHEDULER: [str(Path(state.bin_dir) / SCHEDULER), f"--config={self.config_file}",
                         f"--authentication-kubeconfig={kubeconfig}", f"--authorization-kubeconfig={kubeconfig}",
                         "--bind-address=127.0.0.1", f"--secure-port={ports[SCHEDULER]}", "--profiling=false",
                         f"--pod-max-in-unschedulable-pods-duration={UNSCHEDULABLE_FLUSH}"],
-            CONTROLLER: [str(bin_dir / CONTROLLER), f"--kubeconfig={kubeconfig}", "--metricsAddr=0",
+            CONTROLLER: [str(Path(state.bin_dir) / CONTROLLER), f"--kubeconfig={kubeconfig}", "--metricsAddr=0",
                          f"--probeAddr=127.0.0.1:{ports[CONTROLLER]}", "--qps=50", "--burst=100"],
         }
-        self._state = SchedulerPluginsState(bin_dir=str(bin_dir), pids={}, ports=ports)
-        try:
-            for binary, argv in commands.items():
-                self._state.pids[binary] = processes.spawn(argv, self.log_file(binary), env)
-                self._state.save(self.state_file)
-            self._wait_ready(timeout)
-        except BaseException:
-            self.stop(grace=0)
-            raise
-
-    def _tails(self) -> str:
-        return "\n".join(f"last lines of {self.log_file(b)}:\n{self.logs(b, tail=20)}" for b in BINARIES)
-
-    def _wait_ready(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while not self.ready():
-            if not self.is_running():
-                raise SchedulerPluginsError(f"scheduler-plugins exited; {self._tails()}")
-            if time.monotonic() >= deadline:
-                raise SchedulerPluginsError(f"timed out after {timeout:g}s waiting for scheduler-plugins' "
-                                            f"/readyz; {self._tails()}")
-            time.sleep(0.2)
-
-    def stop(self, grace: float = 5.0) -> None:
-        """Stop both processes by their recorded pids (SIGTERM, SIGKILL after `grace` s). The CRDs and
-        PodGroups stay, as after uninstalling a Deployment."""
-        if self._state is None:
-            return
-        for binary, pid in self._state.pids.items():
-            processes.stop(pid, Path(self._state.bin_dir) / binary, timeout=grace)
-        self.state_file.unlink(missing_ok=True)
-        self._state = None
