@@ -13,7 +13,8 @@ plugin), `logs` (every pod's log as one prefixed stream, followed across pod res
 job), `training` (the training's own progress, from a job with `spec.progress`), `describe` (why a
 pod is pending or failing), `jobview` (a job and its pods as a person reads them), `selectors`
 (Argo's successCondition/failureCondition evaluator), `manifests` (reading job files and the objects
-beside their jobs, `--set` overrides), `kubeconfig` (kubectl's default namespace), `tables` and
+beside their jobs, `--set` overrides), `served` (why the cluster does not serve a kind: its CRD
+missing or not accepted), `kubeconfig` (kubectl's default namespace), `tables` and
 `durations` (kubectl-style output and input). API access goes through the `kube` package only; the
 rules (labels, conditions, what a pod's status means, TF_CONFIG) are the API contract the operator
 follows too (`tfjob_api`, `tfconfig`). Nothing here imports the operator (`controller`), and the
@@ -21,6 +22,7 @@ operator imports nothing from here. See docs/using.md.
 """
 
 from tfjobs.client import STATES, JobFailed, JobNotFound, TfJobClient, TfJobError, WaitTimeout
+from tfjobs.errors import KindNotServed
 from tfjobs.logs import LogLine
 from tfjobs.progress import Progress, RoleProgress
 from tfjobs.selectors import Conditions, SelectorError
@@ -31,6 +33,7 @@ __all__ = [
     "Conditions",
     "JobFailed",
     "JobNotFound",
+    "KindNotServed",
     "LogLine",
     "Progress",
     "RoleProgress",

@@ -11,7 +11,8 @@
 kubectl finds the plugin on PATH (`kubectl plugin list`) and runs it for `kubectl tfjob ...`; its
 flags come after the subcommand name: `--kubeconfig`, `--context`, `-n/--namespace` (default:
 the context's namespace, else "default"). Output follows kubectl's habits: data on stdout,
-errors on stderr as `error: ...` / `Error from server (Reason): ...`, exit status 1 on an error.
+errors on stderr as `error: ...` / `Error from server (Reason): ...`, each ending with a newline, exit
+status 1 on an error; a kind the cluster does not serve is named with why, from its CRD (`tfjobs.served`).
 `wait` exits 0 when the job reached the state, 1 when it ended otherwise (or was deleted), 2 on
 timeout; on a terminal it shows one live progress line, otherwise a line per change. `logs`
 prefixes every line with its slot (`[worker-1]`) and, with `-f`, follows pods as they come and go
@@ -38,7 +39,7 @@ import yaml
 from tfjobs.client import STATES, AmbiguousJob, JobFailed, JobNotFound, TfJobClient, WaitTimeout
 from tfjobs.describe import describe
 from tfjobs.durations import parse_duration
-from tfjobs.errors import ApiError, ConfigError
+from tfjobs.errors import ApiError, ConfigError, KindNotServed
 from tfjobs.kinds import JobKind, kind_named, kind_of
 from tfjobs.logs import LogLine, format_line
 from tfjobs.manifests import InputError, load_manifest
@@ -75,7 +76,8 @@ class Console:
         self.out.flush()
 
     def error(self, text: str) -> None:
-        self.err.write(text + "\n")
+        """One error (or warning) on stderr, ending with exactly one newline whatever the text ends with."""
+        self.err.write(text.rstrip("\r\n") + "\n")
         self.err.flush()
 
 
@@ -192,7 +194,8 @@ def _wait(client: TfJobClient, name: str, state: str, timeout: float | None, con
         view.end()
         console.error(f"error: {failed} without reaching {state}")
         return EXIT_ERROR
-    view.end()
+    finally:
+        view.end()  # any other error is printed on a line of its own, not after the live progress line
     console.print(f"{resource(job_kind)}/{name} condition met")
     return EXIT_OK
 
@@ -419,7 +422,7 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
         return int(args.handler(client, args, console))
     except JobNotFound as error:
         console.error(f"Error from server (NotFound): {error}")
-    except AmbiguousJob as error:
+    except (AmbiguousJob, KindNotServed) as error:
         console.error(f"error: {error}")
     except ApiError as error:
         if error.status:

@@ -15,8 +15,9 @@ kind). Everything goes through the official `kubernetes` client's public API (`t
 on raw JSON dicts: what `get` returns is exactly what `kubectl get -o json` shows. Waiting and
 following use watches (`tfjobs.watching`), never a polling loop. Errors: `JobNotFound` (also when a job is deleted
 while waited on), `JobFailed` (it ended without reaching what was waited for, or a failure
-condition matched), `WaitTimeout` (a `TimeoutError`); anything else the API refuses is a
-`tfjobs.errors.ApiError`. `kubectl tfjob` is built on this class.
+condition matched), `WaitTimeout` (a `TimeoutError`); `KindNotServed` (an `ApiError`) when the cluster does not serve
+the kind asked for, saying why from its CRD (not installed, NamesAccepted=False, ...: `tfjobs.served`);
+anything else the API refuses is a `tfjobs.errors.ApiError`. `kubectl tfjob` is built on this class.
 """
 
 from __future__ import annotations
@@ -28,14 +29,14 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 from tfconfig import ROLES
 from tfjob_api import conditions
 from tfjob_api.documents import describe
 from tfjobs.connection import Connection, api_path
 from tfjobs.durations import parse_duration, parse_time
-from tfjobs.errors import ApiError
+from tfjobs.errors import ApiError, KindNotServed
 from tfjobs.jobview import FINISHED_STATES, job_state, roles, state_detail
 from tfjobs.kinds import KINDS, TENSORFLOWJOB, JobKind, kind_named, kind_of
 from tfjobs.kubeconfig import default_namespace, kubeconfig_paths
@@ -50,10 +51,12 @@ from tfjobs.manifests import (
 )
 from tfjobs.progress import Progress, progress
 from tfjobs.selectors import Conditions
+from tfjobs.served import not_served
 from tfjobs.training import Training, training
 from tfjobs.watching import JobWatch
 
-__all__ = ["STATES", "AmbiguousJob", "JobFailed", "JobNotFound", "TfJobClient", "TfJobError", "WaitTimeout"]
+__all__ = ["STATES", "AmbiguousJob", "JobFailed", "JobNotFound", "KindNotServed", "TfJobClient", "TfJobError",
+           "WaitTimeout"]
 
 STATES = tuple(reversed(conditions.STATE_PRECEDENCE))
 """The states a job can be in (`status.state`: Created, ..., Running, ..., Failed), which
@@ -140,6 +143,13 @@ class TfJobClient:
         """The REST path of the job collection (or of one job) of a kind."""
         return kind.path(None if all_namespaces else self._ns(namespace), name)
 
+    def _raise(self, error: ApiError, kind: JobKind) -> NoReturn:
+        """Raise `error` — or, when it is the `404 page not found` of a kind the cluster does not
+        serve, the `KindNotServed` that says why (the kind's CRD read now)."""
+        if error.no_such_path:
+            raise not_served(self.connection, kind) from error
+        raise error
+
     # --- create ---------------------------------------------------------------------------------
 
     def job_body(self, job: Mapping[str, Any], *, namespace: str | None = None, name: str | None = None,
@@ -165,7 +175,11 @@ class TfJobClient:
         `metadata.generateName`). The namespace is `namespace`, else the manifest's, else the client's.
         """
         body = self.job_body(job, namespace=namespace, name=name, overrides=overrides)
-        return self.connection.create(kind_of(body).path(body["metadata"]["namespace"]), body)
+        job_kind = kind_of(body)
+        try:
+            return self.connection.create(job_kind.path(body["metadata"]["namespace"]), body)
+        except ApiError as error:
+            self._raise(error, job_kind)
 
     def companion_body(self, document: Mapping[str, Any], *, namespace: str | None = None,
                        default_namespace: str | None = None) -> dict[str, Any]:
@@ -232,24 +246,31 @@ class TfJobClient:
     def find(self, name: str, *, namespace: str | None = None, kind: KindName = None) -> tuple[JobKind, dict[str, Any]]:
         """The job named `name` and its kind. Without `kind`, each kind is looked up: JobNotFound when
         none has it, AmbiguousJob when both do. A kind the cluster does not serve (or this user may
-        not read) has no job then."""
+        not read) has no job then; when no kind can be read, or `kind` is one that cannot, its error
+        is raised (KindNotServed for a kind not served)."""
         ns = self._ns(namespace)
         wanted = _kind(kind)
         found: list[tuple[JobKind, dict[str, Any]]] = []
         refused: list[ApiError] = []
-        for candidate in (wanted,) if wanted is not None else KINDS:
+        unserved: list[tuple[JobKind, ApiError]] = []
+        candidates = (wanted,) if wanted is not None else KINDS
+        for candidate in candidates:
             try:
                 found.append((candidate, self.connection.get(candidate.path(ns, name))))
             except ApiError as error:
-                if not error.not_found:
+                if error.no_such_path:
+                    unserved.append((candidate, error))
+                elif not error.not_found:
                     refused.append(error)
         if len(found) > 1:
             raise AmbiguousJob(f'a TensorFlowJob and a TFJob are both named "{name}" in namespace {ns}; '
                                f"say which (kind=, --kind)")
         if found:
             return found[0]
-        if refused and (wanted is not None or len(refused) == len(KINDS)):
-            raise refused[0]
+        if len(refused) + len(unserved) == len(candidates):  # no kind could be read
+            if refused:
+                raise refused[0]
+            self._raise(unserved[0][1], unserved[0][0])
         what = wanted.resource if wanted is not None else " or ".join(k.resource for k in KINDS)
         raise JobNotFound(f'{what} "{name}" not found in namespace {ns}')
 
@@ -260,25 +281,27 @@ class TfJobClient:
     def list(self, *, namespace: str | None = None, all_namespaces: bool = False,
              label_selector: str | None = None, kind: KindName = None) -> list[dict[str, Any]]:
         """The jobs of the namespace (or of every namespace), by namespace, name and kind: both kinds
-        unless `kind` says one (a kind the cluster does not serve, or this user may not list, is left out)."""
+        unless `kind` says one (a kind the cluster does not serve, or this user may not list, is left
+        out; when no kind can be listed, its error is raised: KindNotServed for a kind not served)."""
         wanted = _kind(kind)
         items: list[dict[str, Any]] = []
-        refused: list[ApiError] = []
+        refused: list[tuple[JobKind, ApiError]] = []
         for candidate in (wanted,) if wanted is not None else KINDS:
             try:
                 answer = self.connection.list(self.path(namespace=namespace, all_namespaces=all_namespaces,
                                                         kind=candidate), label_selector=label_selector)
             except ApiError as error:
                 if wanted is not None or not (error.not_found or error.status == 403):
-                    raise
-                refused.append(error)
+                    self._raise(error, candidate)
+                refused.append((candidate, error))
                 continue
             for item in answer.get("items") or []:  # a List's items carry no kind
                 item.setdefault("apiVersion", candidate.api_version)
                 item.setdefault("kind", candidate.kind)
                 items.append(item)
-        if len(refused) == len(KINDS):
-            raise refused[0]
+        if len(refused) == len(KINDS):  # a refusal first, else why the first kind is not served
+            refused_kind, error = next(((k, e) for k, e in refused if not e.no_such_path), refused[0])
+            self._raise(error, refused_kind)
         return sorted(items, key=lambda j: (j["metadata"].get("namespace", ""), j["metadata"]["name"], j["kind"]))
 
     def training(self, name: str, *, namespace: str | None = None, kind: KindName = None) -> Training | None:
@@ -434,6 +457,8 @@ class TfJobClient:
         try:
             self.connection.delete(job_kind.path(ns, name), propagation="Background")
         except ApiError as error:
+            if error.no_such_path:
+                self._raise(error, job_kind)
             if error.not_found:
                 raise JobNotFound(f'{job_kind.resource} "{name}" not found in namespace {ns}') from error
             raise

@@ -5,6 +5,11 @@ official `kubernetes` package's public API and turns its `ApiException` (or a br
 one `ApiError` that says what happened: the HTTP status (0 when the server was never reached), the
 Kubernetes `reason` from the Status body, and its message. Raw bodies are never kept beyond a short
 message, so secrets do not reach a notebook's output.
+
+A 404 comes in two shapes that mean different things: a Status object (no object of that name) and
+the API server's bare `404 page not found` (nothing serves the path at all: a kind whose CRD is
+missing or not accepted). `ApiError.no_such_path` tells them apart, and `KindNotServed` is the second
+explained (`tfjobs.served` reads the kind's CRD to say why and what to do).
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["ApiError", "ConfigError"]
+__all__ = ["ApiError", "ConfigError", "KindNotServed"]
 
 _MAX_MESSAGE_CHARS = 300
 
@@ -27,17 +32,26 @@ class ConfigError(Exception):
 
 
 class ApiError(Exception):
-    """A failed API call: `status` (0: the server was not reached), `reason`, `message`."""
+    """A failed API call: `status` (0: the server was not reached), `reason`, `message`, and
+    `status_object`: whether the server answered with a Kubernetes Status (False for a bare HTTP
+    error, such as the `404 page not found` of a path nothing serves)."""
 
-    def __init__(self, status: int, reason: str, message: str = "") -> None:
+    def __init__(self, status: int, reason: str, message: str = "", *, status_object: bool = True) -> None:
         super().__init__(f"{status} {reason}: {message}" if message else f"{status} {reason}")
         self.status = status
         self.reason = reason
         self.message = message
+        self.status_object = status_object
 
     @property
     def not_found(self) -> bool:
         return self.status == 404
+
+    @property
+    def no_such_path(self) -> bool:
+        """A 404 without a Status object: nothing on the server serves the path (a kind whose CRD is
+        absent, not accepted or not established), rather than no object of that name."""
+        return self.status == 404 and not self.status_object
 
     @property
     def already_exists(self) -> bool:
@@ -57,6 +71,7 @@ class ApiError(Exception):
         status = int(getattr(exc, "status", 0) or 0)
         reason = _DEFAULT_REASONS.get(status, str(getattr(exc, "reason", "") or "Unknown"))
         message = ""
+        status_object = False
         body = getattr(exc, "body", None)
         if isinstance(body, bytes):
             body = body.decode("utf-8", errors="replace")
@@ -67,9 +82,13 @@ class ApiError(Exception):
                 message = str(body)
             else:
                 if isinstance(decoded, dict):
+                    status_object = True
                     reason = str(decoded.get("reason") or reason)
                     message = str(decoded.get("message") or "")
-        return cls(status, reason, message[:_MAX_MESSAGE_CHARS])
+                else:
+                    message = str(body)
+        # A bare error's body ends with a newline ("404 page not found\n"): a message is one line's text.
+        return cls(status, reason, message.strip()[:_MAX_MESSAGE_CHARS], status_object=status_object)
 
     @classmethod
     def from_status(cls, status: dict[str, Any]) -> ApiError:
@@ -81,3 +100,21 @@ class ApiError(Exception):
     def unreachable(cls, exc: BaseException) -> ApiError:
         """The server was not reached, or the connection broke (status 0)."""
         return cls(0, type(exc).__name__, str(exc)[:_MAX_MESSAGE_CHARS])
+
+
+class KindNotServed(ApiError):
+    """The API server does not serve a kind of job: a request for it answered `404 page not found`.
+
+    `message` says which kind, its CRD (`crd`, e.g. `tfjobs.kubeflow.org`) and why — it is not
+    installed, or the condition that fails (`condition`: the CRD's condition as stored, e.g.
+    NamesAccepted=False when its names clash with another CRD of its group), or the CRD could not
+    be read — and what to do. Made by `tfjobs.served.not_served`; still an `ApiError` (404 NotFound)."""
+
+    def __init__(self, kind: str, crd: str, message: str, condition: dict[str, Any] | None = None) -> None:
+        super().__init__(404, "NotFound", message, status_object=False)
+        self.kind = kind
+        self.crd = crd
+        self.condition = condition
+
+    def __str__(self) -> str:
+        return self.message

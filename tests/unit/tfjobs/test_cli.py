@@ -144,6 +144,29 @@ def test_an_api_error_names_its_reason(run: Run) -> None:
     assert status == 1 and err.startswith("Error from server (Forbidden): tensorflowjobs.kubeflow.org is forbidden")
 
 
+def test_an_error_whose_text_ends_with_a_newline_is_still_one_line(run: Run) -> None:
+    run.client.list.side_effect = ApiError(502, "Bad Gateway", "upstream connect error\n")
+
+    status, _, err = run("get")
+
+    assert status == 1 and err == "Error from server (Bad Gateway): upstream connect error\n"
+
+
+def test_an_error_while_waiting_on_a_terminal_starts_a_line_of_its_own(mocker: MockerFixture) -> None:
+    run = Run(mocker, tty=True)
+    job = job_named("mnist")
+
+    def wait_for(name: str, state: str, **options: Any) -> dict[str, Any]:
+        options["on_progress"](progress(job, pods_for(job), 1.0))
+        raise ApiError(403, "Forbidden", "pods is forbidden")
+
+    run.client.wait_for.side_effect = wait_for
+
+    status, _, err = run("wait", "mnist")
+
+    assert status == 1 and err.endswith("1s\nError from server (Forbidden): pods is forbidden\n")
+
+
 def test_an_unreachable_server_is_said_plainly(run: Run) -> None:
     run.client.list.side_effect = ApiError(0, "NewConnectionError", "connection refused")
 
