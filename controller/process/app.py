@@ -14,6 +14,8 @@ Leader election (controller/process/leader.py) shapes the rest:
   the only clean state is a fresh process.
 * On SIGTERM the leader stops its workers first and then releases the Lease, so no reconcile
   runs after a standby may have taken over, and the standby does not wait out the lease.
+* `tfjob_leader` is 1 while this process may reconcile: once it holds the Lease, or from the start
+  without `--leader-elect` (such a process is the leader); 0 while standing by and once stopped.
 """
 
 from __future__ import annotations
@@ -128,6 +130,9 @@ def run(args: argparse.Namespace) -> int:
     elector = (LeaderElector(kube, election, on_started_leading=on_started_leading,
                              on_lost_leadership=on_lost_leadership) if election is not None else None)
     if elector is None:
+        # Without an election this process is the leader: it reconciles, and tfjob_leader says so
+        # (0 would fire TFJobOperatorNoLeader for as long as it runs).
+        metrics.leader.set(1)
         leading.set()
     else:
         # Fencing: no write unless the Lease was renewed within the renew deadline (the Lease's own
@@ -181,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
         election_thread.join(timeout=args.renew_deadline + 5)
         if elector.is_leader():
             elector.release()
-        metrics.leader.set(0)
+    metrics.leader.set(0)
     recorder.stop()
     if health is not None:
         health.stop()
