@@ -19,6 +19,7 @@ from typing import Any
 import structlog
 
 from kube.clock import REAL_CLOCK, Clock
+from tfjob_api.bounds import EVENT_MESSAGE_MAX_BYTES, cut_bytes
 from tfjob_api.timeutil import format_time
 
 log = structlog.get_logger(__name__)
@@ -48,7 +49,7 @@ def event_body(job: Mapping[str, Any], kind: str, reason: str, message: str, now
             "resourceVersion": metadata.get("resourceVersion", ""),
         },
         "reason": reason,
-        "message": message[:1024],
+        "message": cut_bytes(message, EVENT_MESSAGE_MAX_BYTES),
         "type": kind,
         "source": {"component": COMPONENT},
         "reportingComponent": COMPONENT,

@@ -69,6 +69,7 @@ from kube.clock import REAL_CLOCK, Clock
 from kube.retry import retry_transient
 from tfjob_api import conditions as cond
 from tfjob_api import podstate
+from tfjob_api.bounds import fit, without_progress
 from tfjob_api.names import REPLICA_TYPE_LABEL
 from tfjob_api.timeutil import format_time
 
@@ -468,14 +469,22 @@ class Reconciler:
         written). `job` is the model the planner computed `status` for, `stored` the job as the API
         server has it; `cache_version` is the resourceVersion the informer cache holds (for the overlay)."""
         old = stored.get("status") or {}
-        new = kind.stored_status(job, status, old, format_time(self.clock.wall()))
+        # Cut to the CRD's limits: much of a status quotes pods, the scheduler or Kueue (tfjob_api.bounds).
+        new = fit(kind.stored_status(job, status, old, format_time(self.clock.wall())), kind.status_schema())
         if old == new:
             return None
         meta = job["metadata"]
-        body = {"metadata": {"resourceVersion": meta["resourceVersion"]}, "status": merge_patch(old, new)}
         path = resource_path(kind.group, kind.version, kind.plural, meta["namespace"], meta["name"], "status")
         try:
-            updated = retry_transient(self.kube.patch)(path, body)
+            try:
+                updated = self._patch_status(path, meta, old, new)
+            except ApiError as error:
+                if error.status != 422 or "progress" not in new:
+                    raise
+                # Refused as invalid: what a pod reported must never keep the rest of the status from
+                # being written (it would be refused on every reconcile, and the job never end).
+                self._refused_status(job, error)
+                updated = self._patch_status(path, meta, old, without_progress(new, str(error.message)))
         except ApiError as error:
             self.memory.forget_written(key)
             if error.not_found:
@@ -487,6 +496,19 @@ class Reconciler:
         self.memory.remember_written(key, cache_version or meta["resourceVersion"], updated)
         self._count_transition(job.get("status") or {}, status)
         return updated
+
+    def _patch_status(self, path: str, meta: Mapping[str, Any], old: Mapping[str, Any],
+                      new: Mapping[str, Any]) -> dict[str, Any]:
+        body = {"metadata": {"resourceVersion": meta["resourceVersion"]}, "status": merge_patch(old, new)}
+        return retry_transient(self.kube.patch)(path, body)
+
+    def _refused_status(self, job: Mapping[str, Any], error: ApiError) -> None:
+        log.warning("status refused as invalid; writing it without progress", job=job["metadata"]["name"],
+                    namespace=job["metadata"]["namespace"], error=str(error))
+        if self.recorder is not None:
+            self.recorder.record(job, "Warning", "StatusRefused",
+                                 f"the API server refused the job's status, written again without its "
+                                 f"progress: {error.message}")
 
     def _count_transition(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
         if self.metrics is None or old.get("state") == new.get("state"):

@@ -29,6 +29,7 @@ PROGRESS_PATH = "/progress"
 MAX_COUNT = 10**15
 MAX_METRICS = 8
 MAX_ANSWER_BYTES = 4096
+QUOTE_MAX = 60
 METRIC_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_./-]{0,62}$")
 
 COUNTS = {"step": 0, "totalSteps": 1, "epoch": 0, "totalEpochs": 1}
@@ -40,17 +41,24 @@ class ProgressError(ValueError):
     """A report that breaks the rules above; the message names the field."""
 
 
+def _shown(value: Any) -> str:
+    """A value quoted in a message, short whatever its size: the message reaches the job's status, and
+    the operator quotes what a pod sent."""
+    text = repr(value)
+    return text if len(text) <= QUOTE_MAX else f"{text[:QUOTE_MAX - 20]}… ({len(text)} characters)"
+
+
 def _count(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ProgressError(f"{name} must be an integer, not {type(value).__name__}")
     if not COUNTS[name] <= value <= MAX_COUNT:
-        raise ProgressError(f"{name} must be between {COUNTS[name]} and {MAX_COUNT}, not {value}")
+        raise ProgressError(f"{name} must be between {COUNTS[name]} and {MAX_COUNT}, not {_shown(value)}")
     return value
 
 
 def _metric(name: Any, value: Any) -> float | None:
     if not isinstance(name, str) or not METRIC_NAME.match(name):
-        raise ProgressError(f"metric name {name!r} must match {METRIC_NAME.pattern}")
+        raise ProgressError(f"metric name {_shown(name)} must match {METRIC_NAME.pattern}")
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):

@@ -16,6 +16,8 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tfjob_api.bounds import CONDITION_MESSAGE_MAX, CONDITION_REASON_MAX, cut
+
 CREATED = "Created"
 RUNNING = "Running"
 RESTARTING = "Restarting"
@@ -41,8 +43,10 @@ def is_true(conditions: Sequence[Mapping[str, Any]], kind: str) -> bool:
 def set_condition(
     conditions: list[dict[str, Any]], kind: str, status: bool, reason: str, message: str, now: str
 ) -> bool:
-    """Set one condition in place (keeping list order); True when anything changed."""
+    """Set one condition in place (keeping list order); True when anything changed. The reason and
+    message are cut to what the CRDs allow (they often quote a pod, the scheduler or Kueue)."""
     value = "True" if status else "False"
+    reason, message = cut(reason, CONDITION_REASON_MAX), cut(message, CONDITION_MESSAGE_MAX)
     existing = next((c for c in conditions if c.get("type") == kind), None)
     if existing is None:
         conditions.append({

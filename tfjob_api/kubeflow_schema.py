@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tfjob_api.bounds import CONDITION_MESSAGE_MAX, CONDITION_REASON_MAX
 from tfjob_api.kubeflow import KIND, MANAGED_BY_VALUES, OPERATOR_CATEGORY, PLURAL, REPLICA_TYPES
 from tfjob_api.schema import Component, crd_document, pod_template_schema, scheduling_policy_schema
 
@@ -151,8 +152,8 @@ def status_schema() -> dict[str, Any]:
     condition = {"type": "object", "required": ["type", "status"], "properties": {
         "type": {"type": "string"},
         "status": {"type": "string"},
-        "reason": {"type": "string"},
-        "message": {"type": "string"},
+        "reason": {"type": "string", "maxLength": CONDITION_REASON_MAX},
+        "message": {"type": "string", "maxLength": CONDITION_MESSAGE_MAX},
         "lastTransitionTime": {"type": "string", "format": "date-time"},
         "lastUpdateTime": {"type": "string", "format": "date-time"},
     }}

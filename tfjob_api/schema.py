@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tfconfig import ROLES
+from tfjob_api.bounds import CONDITION_MESSAGE_MAX, CONDITION_REASON_MAX, PROGRESS_TEXT_MAX
 from tfjob_api.defaults import BACKOFF_LIMIT, CLEAN_POD_POLICY, RESTART_POLICY
 from tfjob_api.names import GROUP, KIND, PLURAL, VERSION
 
@@ -344,8 +345,8 @@ def status_schema() -> dict[str, Any]:
         "properties": {
             "type": {"type": "string"},
             "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
-            "reason": {"type": "string"},
-            "message": {"type": "string"},
+            "reason": {"type": "string", "maxLength": CONDITION_REASON_MAX},
+            "message": {"type": "string", "maxLength": CONDITION_MESSAGE_MAX},
             "lastTransitionTime": {"type": "string", "format": "date-time"},
             "lastUpdateTime": {"type": "string", "format": "date-time"},
         },
@@ -374,7 +375,7 @@ def status_schema() -> dict[str, Any]:
 def progress_status_schema() -> dict[str, Any]:
     """`status.progress`: the training's progress as the reporting pod last said (controller/progress)."""
     count = {"type": "integer", "format": "int64", "minimum": 0}
-    text = {"type": "string", "maxLength": 1024}
+    text = {"type": "string", "maxLength": PROGRESS_TEXT_MAX}
     return {
         "type": "object",
         "description": "The training's progress as the chief (else worker 0) reports it (spec.progress).",

@@ -36,7 +36,7 @@ from controller.job.kubeflow import ownership
 from controller.job.kubeflow.convert import Conversion, convert
 from controller.job.kubeflow.validation import validate_tfjob
 from controller.job.validation import Problem, validate_job
-from tfjob_api import kubeflow
+from tfjob_api import crd, kubeflow
 from tfjob_api.defaults import apply_defaults
 from tfjob_api.kubeflow_model import NO_GANG_SCHEDULER, ignored_fields, to_model
 from tfjob_api.kubeflow_status import to_model_status, to_tfjob_status
@@ -92,6 +92,11 @@ class JobKind(ABC):
         """The status to store for the planner's `status` (`previous`: the stored one)."""
 
     @abstractmethod
+    def status_schema(self) -> Mapping[str, Any]:
+        """The OpenAPI schema of its stored `status`, as its CRD states it (the limits the API server
+        enforces on what the operator writes)."""
+
+    @abstractmethod
     def validation(self, stored: Mapping[str, Any], model: Mapping[str, Any]) -> tuple[Mapping[str, Any], Check]:
         """What to validate and how (pure; the caller may remember the answer)."""
 
@@ -139,6 +144,9 @@ class TensorFlowJobKind(JobKind):
                       now: str) -> dict[str, Any]:
         return status
 
+    def status_schema(self) -> Mapping[str, Any]:
+        return crd.job_schema()["properties"]["status"]  # type: ignore[no-any-return]
+
     def validation(self, stored: Mapping[str, Any], model: Mapping[str, Any]) -> tuple[Mapping[str, Any], Check]:
         """The model (the job the planner reads) as a TensorFlowJob."""
         return model, validate_job
@@ -161,6 +169,9 @@ class TFJobKind(JobKind):
                       now: str) -> dict[str, Any]:
         return to_tfjob_status(status, (model.get("kubeflow") or {}).get("replicaTypes") or {},
                                model["metadata"]["name"], previous, now)
+
+    def status_schema(self) -> Mapping[str, Any]:
+        return crd.tfjob_schema()["properties"]["status"]  # type: ignore[no-any-return]
 
     def validation(self, stored: Mapping[str, Any], model: Mapping[str, Any]) -> tuple[Mapping[str, Any], Check]:
         """The stored document as a TFJob, so problems name its own fields."""

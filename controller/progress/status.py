@@ -26,6 +26,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from controller.progress.estimate import fraction_done, percent
+from tfjob_api.bounds import PROGRESS_TEXT_MAX, cut
 from tfjob_api.timeutil import format_time
 
 COUNT_FIELDS = ("step", "totalSteps", "epoch", "totalEpochs")
@@ -86,7 +87,10 @@ def progress_status(report: Mapping[str, Any], *, reported_by: str, updated: dat
     shown["lastUpdateTime"] = format_time(updated)
     shown["reportedBy"] = reported_by
     if problem is not None:
-        shown["problem"] = problem
+        shown["problem"] = cut(problem, PROGRESS_TEXT_MAX)
+    for name in ("summary", "metricsSummary"):
+        if name in shown:
+            shown[name] = cut(shown[name], PROGRESS_TEXT_MAX)
     return shown
 
 

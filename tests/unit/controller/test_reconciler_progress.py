@@ -12,8 +12,8 @@ from pytest_mock import MockerFixture
 
 from controller.job.progress import Target
 from controller.memory import JobMemory
-from controller.reconciler import Reconciler
-from kube import Kube
+from controller.reconciler import Reconciler, RequeueError
+from kube import ApiError, Kube
 from kube.clock import FakeClock
 from tests.support.caches import FakeCaches
 from tests.unit.controller.test_reconciler import NOW, make_job, owned_service, running_pods
@@ -47,7 +47,7 @@ def written_status(kube: Mock) -> dict[str, Any]:
 
 def test_a_reporting_job_is_followed_at_its_running_reporting_pod(kube: Mock) -> None:
     rec, _ = settle(kube, make_job(progress={}))
-    assert rec.memory.progress.due() == [("ns/j", TARGET)]
+    assert [(due.key, due.target) for due in rec.memory.progress.due()] == [("ns/j", TARGET)]
 
 
 def test_a_new_report_is_written_in_one_status_patch(kube: Mock) -> None:
@@ -88,3 +88,35 @@ def test_a_job_without_progress_is_neither_followed_nor_given_a_progress_status(
     rec.reconcile("ns/j")
     assert "progress" not in written_status(kube)
     assert rec.memory.progress.due() == []
+
+
+def test_a_status_refused_as_invalid_is_written_again_without_its_progress(kube: Mock, mocker: MockerFixture) -> None:
+    rec, _ = settle(kube, make_job(progress={}))
+    rec.recorder = mocker.Mock()
+    rec.memory.progress.record("ns/j", TARGET, {"step": 30})
+    accepted = kube.patch.side_effect
+    refusal = ApiError(422, "Invalid", 'TensorFlowJob.kubeflow.org "j" is invalid: status.progress.problem: Too long')
+    answers = iter([refusal, None])
+
+    def patch(path: str, body: dict[str, Any], **options: Any) -> dict[str, Any]:
+        if (error := next(answers)) is not None:
+            raise error
+        return accepted(path, body, **options)  # type: ignore[no-any-return]
+    kube.patch.side_effect = patch
+    rec.reconcile("ns/j")
+    assert kube.patch.call_count == 2
+    assert written_status(kube)["progress"] == {
+        "problem": f"the API server refused the progress: {refusal.message}"}
+    rec.recorder.record.assert_called_once()
+    assert rec.recorder.record.call_args.args[1:3] == ("Warning", "StatusRefused")
+
+
+def test_a_status_refused_as_invalid_without_progress_is_not_sent_again(kube: Mock) -> None:
+    job = make_job()
+    caches = FakeCaches(job, running_pods(job), owned_service(job))
+    clock = FakeClock(wall=NOW)
+    rec = Reconciler(kube, caches, clock=clock, memory=JobMemory(clock))
+    kube.patch.side_effect = ApiError(422, "Invalid", "status.state: Too long")
+    with pytest.raises(RequeueError):
+        rec.reconcile("ns/j")
+    assert kube.patch.call_count == 1
