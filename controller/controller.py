@@ -35,7 +35,7 @@ from controller.memory import JobMemory
 from controller.metrics import ControllerMetrics
 from controller.options import DEFAULTS, ControllerOptions
 from controller.progress.book import ProgressBook
-from controller.progress.poller import READ_TIMEOUT, ProgressPoller
+from controller.progress.poller import MAX_ANSWER_BYTES, READ_DEADLINE, ProgressPoller
 from controller.reconciler import Reconciler, RequeueError
 from kube import ApiError, Kube
 from kube.clock import REAL_CLOCK, Clock
@@ -76,7 +76,8 @@ class Controller:
         self.handlers.wire()
         # Reads the progress of jobs with spec.progress through the API server's pod proxy (none: idle).
         self.progress_poller = ProgressPoller(
-            self.memory.progress, lambda target: kube.request("GET", target.proxy_path, timeout=READ_TIMEOUT),
+            self.memory.progress, lambda target: kube.request("GET", target.proxy_path, timeout=READ_DEADLINE,
+                                                          max_bytes=MAX_ANSWER_BYTES, deadline=READ_DEADLINE),
             self.queue.add, clock=clock,
             on_read=(lambda result: metrics.progress_reads.labels(result).inc()) if metrics else None)
         self._threads: list[threading.Thread] = []

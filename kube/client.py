@@ -36,10 +36,12 @@ import http.client
 import importlib
 import sys
 import threading
+import time
 import types
 import urllib.parse
 import weakref
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import certifi
@@ -52,8 +54,19 @@ from kube.discovery import Discovery
 from kube.errors import FENCED_REASON, ApiError, ConfigError
 from kube.paths import ParsedPath, parse_path, query_pairs, request_verb, resource_path
 from kube.throttle import TokenBucket
-from kube.transport import ConnectionPool, tls_context
+from kube.transport import AnswerTooLarge, ConnectionPool, DeadlineExceeded, tls_context
 from kube.watch import LineStream, TextStream, WatchStream
+
+
+@dataclass(frozen=True)
+class _Bounds:
+    """What an answer from outside the control plane may cost: bytes, and seconds in all."""
+
+    max_bytes: int | None = None
+    deadline: float | None = None
+
+
+_NO_BOUNDS = _Bounds()
 
 
 def _import_client_core() -> tuple[Any, Any]:
@@ -242,8 +255,14 @@ class Kube:
         body: Any = None,
         content_type: str | None = None,
         timeout: float | None = None,
+        max_bytes: int | None = None,
+        deadline: float | None = None,
     ) -> dict[str, Any] | None:
-        """One HTTP request; the decoded JSON response (None when the body is empty)."""
+        """One HTTP request; the decoded JSON response (None when the body is empty).
+
+        For an answer a pod writes (through the API server's proxy), `max_bytes` bounds its body
+        (ApiError reason `AnswerTooLarge` past it) and `deadline` the seconds of the whole exchange
+        (reason `ReadTimeoutError`), so no pod can make the operator hold more, or wait longer."""
         method = method.upper()
         if method not in ("GET", "HEAD") and self.write_fence is not None and not self.write_fence(method, path):
             raise ApiError(0, FENCED_REASON, "write refused: this process no longer holds the leader lease",
@@ -257,7 +276,7 @@ class Kube:
         started = self._clock.now()
         try:
             timeouts = (min(CONNECT_TIMEOUT, read_timeout), read_timeout)
-            code, data = self._send(method, path, query, headers, body, timeouts)
+            code, data = self._send(method, path, query, headers, body, timeouts, _Bounds(max_bytes, deadline))
             if not data:
                 return None
             try:
@@ -457,17 +476,18 @@ class Kube:
     # --- internals ----------------------------------------------------------------------------
 
     def _send(self, method: str, path: str, query: Mapping[str, Any] | None, headers: dict[str, str], body: Any,
-              timeout: tuple[float, float]) -> tuple[int, bytes]:
+              timeout: tuple[float, float], bounds: _Bounds = _NO_BOUNDS) -> tuple[int, bytes]:
         """One exchange: (status, raw body) of a 2xx answer; every failure raises ApiError."""
         if self._pool is None:  # through a proxy: the generic client's urllib3 path knows proxies
-            return self._send_generic(method, path, query, headers, body, timeout)
+            return self._send_generic(method, path, query, headers, body, timeout, bounds)
         pairs = query_pairs(query)
         target = f"{path}?{urllib.parse.urlencode(pairs)}" if pairs else path
         payload = None if body is None else orjson.dumps(body)
         headers = {**headers, "User-Agent": self._user_agent, **self._auth_headers()}
         try:
             answer = self._pool.request(method, target, body=payload, headers=headers, read_timeout=timeout[1],
-                                        connect_timeout=timeout[0])
+                                        connect_timeout=timeout[0], max_body=bounds.max_bytes,
+                                        deadline=bounds.deadline)
         except (OSError, http.client.HTTPException) as exc:
             raise ApiError.from_transport(exc, method=method, path=path) from exc
         if not 200 <= answer.status <= 299:
@@ -482,11 +502,18 @@ class Kube:
                 if setting.get("in") == "header" and setting.get("value")}
 
     def _send_generic(self, method: str, path: str, query: Mapping[str, Any] | None, headers: dict[str, str],
-                      body: Any, timeout: tuple[float, float]) -> tuple[int, bytes]:
+                      body: Any, timeout: tuple[float, float], bounds: _Bounds = _NO_BOUNDS) -> tuple[int, bytes]:
+        if bounds.deadline is not None:
+            timeout = (min(timeout[0], bounds.deadline), min(timeout[1], bounds.deadline))
+        started = time.monotonic()
         response = self._call(self._api, method, path, query, headers, body, timeout)
         try:
-            return int(response.status), response.data
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            if bounds.max_bytes is None and bounds.deadline is None:
+                return int(response.status), response.data
+            return int(response.status), _read_urllib3_bounded(response, bounds, started)
+        except (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError) as exc:
+            with contextlib.suppress(Exception):
+                response.close()  # a connection with unread bytes must not go back to the pool
             raise ApiError.from_transport(exc, method=method, path=path) from exc
         finally:
             with contextlib.suppress(Exception):
@@ -565,3 +592,21 @@ def _copy_configuration(configuration: Any) -> Any:
     """A separate Configuration for the watch pool (same credentials and refresh hook)."""
     return copy.deepcopy(configuration)
 
+
+
+
+def _read_urllib3_bounded(response: Any, bounds: _Bounds, started: float) -> bytes:
+    """`transport._read_bounded` for urllib3's responses (through an HTTP proxy): a piece at a time,
+    the deadline checked between pieces (each wait for bytes is bounded by the deadline itself)."""
+    pieces: list[bytes] = []
+    size = 0
+    while True:
+        if bounds.deadline is not None and time.monotonic() - started > bounds.deadline:
+            raise DeadlineExceeded(f"no complete answer within {bounds.deadline:g} s")
+        piece = response.read1(65536 if bounds.max_bytes is None else bounds.max_bytes + 1 - size)
+        if not piece:
+            return b"".join(pieces)
+        pieces.append(piece)
+        size += len(piece)
+        if bounds.max_bytes is not None and size > bounds.max_bytes:
+            raise AnswerTooLarge(bounds.max_bytes)

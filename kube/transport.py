@@ -19,6 +19,11 @@ What it keeps of urllib3's behaviour, deliberately:
 * connect and read timeouts (the read timeout bounds each wait for bytes), TCP_NODELAY (http.client
   sets it), TLS verification with the configured CA, client certificate and server name.
 
+What it adds, for answers that come from outside the control plane (a trainer's `/progress` through
+the pod proxy): a limit on the body's size, read a piece at a time so no more than the limit is ever
+held, and a deadline on the whole exchange, since the proxy forwards every few hundred milliseconds
+and a per-read timeout alone lets a pod that trickles bytes hold a read forever.
+
 It knows nothing of Kubernetes: `kube/client.py` builds it from the client's configuration and turns
 its answers and errors into `ApiError`s.
 """
@@ -27,13 +32,15 @@ from __future__ import annotations
 
 import http.client
 import select
+import socket
 import ssl
 import threading
+import time
 import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-__all__ = ["ConnectFailed", "ConnectionPool", "Response", "tls_context"]
+__all__ = ["AnswerTooLarge", "ConnectFailed", "ConnectionPool", "DeadlineExceeded", "Response", "tls_context"]
 
 IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 _CLOSED_UNDER_US = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
@@ -47,6 +54,61 @@ class ConnectFailed(OSError):
     def __init__(self, cause: BaseException) -> None:
         super().__init__(str(cause))
         self.cause = cause
+
+
+class AnswerTooLarge(http.client.HTTPException):
+    """The answer's body is longer than the caller allowed; it was not read further."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"the answer is larger than {limit} bytes")
+        self.limit = limit
+
+
+class DeadlineExceeded(TimeoutError):
+    """The whole exchange took longer than the caller allowed (each wait for bytes may have been short)."""
+
+
+@dataclass(frozen=True)
+class _Limits:
+    max_body: int | None
+    deadline_at: float | None  # time.monotonic()
+    deadline: float | None
+
+    def none(self) -> bool:
+        return self.max_body is None and self.deadline_at is None
+
+    def within(self, timeout: float | None) -> float | None:
+        """`timeout`, shortened to what is left before the deadline; DeadlineExceeded when nothing is."""
+        if self.deadline_at is None:
+            return timeout
+        left = self.deadline_at - time.monotonic()
+        if left <= 0:
+            raise DeadlineExceeded(f"no complete answer within {self.deadline:g} s")
+        return left if timeout is None else min(timeout, left)
+
+
+def _read_bounded(answer: http.client.HTTPResponse, sock: socket.socket, read_timeout: float | None,
+                  limits: _Limits) -> bytes:
+    """The body, a piece at a time: never more than `max_body` + 1 bytes held, and every wait for
+    bytes bounded by what is left of the deadline (a trickle of one byte a second cannot hold it)."""
+    limit = limits.max_body
+    if limit is not None and answer.length is not None and answer.length > limit:
+        raise AnswerTooLarge(limit)
+    pieces: list[bytes] = []
+    size = 0
+    while True:
+        sock.settimeout(limits.within(read_timeout))
+        try:
+            piece = answer.read1(65536 if limit is None else limit + 1 - size)
+        except TimeoutError:
+            limits.within(read_timeout)  # DeadlineExceeded when it was the deadline's wait that ran out
+            raise
+        if not piece:
+            return b"".join(pieces)
+        pieces.append(piece)
+        size += len(piece)
+        if limit is not None and size > limit:
+            raise AnswerTooLarge(limit)
 
 
 @dataclass(frozen=True)
@@ -123,21 +185,27 @@ class ConnectionPool:
         self.connections_made = 0  # for tests and benchmarks: how often a connection was opened
 
     def request(self, method: str, target: str, *, body: bytes | None, headers: Mapping[str, str],
-                read_timeout: float | None, connect_timeout: float | None = None) -> Response:
+                read_timeout: float | None, connect_timeout: float | None = None,
+                max_body: int | None = None, deadline: float | None = None) -> Response:
         """Send one request (`target`: path and query) and read the whole answer.
+
+        For an answer from outside the control plane (a pod, through the API server's proxy),
+        `max_body` bounds its body in bytes (AnswerTooLarge past it, read no further) and `deadline`
+        the seconds the whole exchange may take (DeadlineExceeded), however the bytes trickle in.
 
         Raises ConnectFailed when no connection could be made, and the socket's or http.client's
         own errors (TimeoutError, ConnectionResetError, RemoteDisconnected, ssl.SSLError, ...) when
         the exchange broke; the connection is then closed, never reused."""
         connect_timeout = self._connect_timeout if connect_timeout is None else connect_timeout
+        limits = _Limits(max_body, None if deadline is None else time.monotonic() + deadline, deadline)
         connection, reused = self._take()
         try:
-            return self._exchange(connection, method, target, body, headers, read_timeout, connect_timeout)
+            return self._exchange(connection, method, target, body, headers, read_timeout, connect_timeout, limits)
         except _CLOSED_UNDER_US:
             if not (reused and method in IDEMPOTENT):
                 raise
         # The server closed a kept-alive connection as we used it: once more, on a new one.
-        return self._exchange(self._new(), method, target, body, headers, read_timeout, connect_timeout)
+        return self._exchange(self._new(), method, target, body, headers, read_timeout, connect_timeout, limits)
 
     def close(self) -> None:
         with self._lock:
@@ -147,17 +215,19 @@ class ConnectionPool:
             connection.close()
 
     def _exchange(self, connection: http.client.HTTPConnection, method: str, target: str, body: bytes | None,
-                  headers: Mapping[str, str], read_timeout: float | None, connect_timeout: float) -> Response:
+                  headers: Mapping[str, str], read_timeout: float | None, connect_timeout: float,
+                  limits: _Limits) -> Response:
         try:
             if connection.sock is None:
-                connection.timeout = connect_timeout
+                connection.timeout = limits.within(connect_timeout)
                 connection.connect()
                 with self._lock:
                     self.connections_made += 1
-            connection.sock.settimeout(read_timeout)
+            sock = connection.sock  # kept: getresponse() drops it from a connection that will close
+            sock.settimeout(limits.within(read_timeout))
             connection.request(method, self._prefix + target, body=body, headers=headers)
             answer = connection.getresponse()
-            data = answer.read()
+            data = answer.read() if limits.none() else _read_bounded(answer, sock, read_timeout, limits)
         except BaseException:
             connection.close()
             raise

@@ -9,6 +9,11 @@ change. An answer that breaks the rules (`tfheartbeat.progress.checked`) keeps t
 and shows why in `status.progress.problem`; an unreachable endpoint (the trainer has not started it
 yet, the pod is restarting) changes nothing. Per-job Prometheus series follow the entries and go with
 them (`forget`, when the job is deleted).
+
+An endpoint that misbehaves — its answer is over the size limit, or it did not finish answering
+within the read's deadline — is `slow`: it is read less often (its period doubled per strike, up to
+`MAX_BACKOFF`) and, by the poller, on a lane of its own, so it costs the honest jobs nothing. One
+answer in time clears its record.
 """
 
 from __future__ import annotations
@@ -18,13 +23,24 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from controller.job.progress import Target, is_over
 from controller.progress.estimate import Sample, add_sample, fraction_done, remaining_seconds
 from controller.progress.status import merge_progress, progress_status
 from kube.clock import REAL_CLOCK, Clock
 from tfheartbeat.progress import ProgressError, checked
+
+MAX_BACKOFF = 600.0
+"""The longest wait between two reads of a misbehaving endpoint, in seconds."""
+
+
+class Due(NamedTuple):
+    """A job whose progress is to be read now."""
+
+    key: str
+    target: Target
+    slow: bool  # its endpoint misbehaved at the last read
 
 
 class ProgressMetrics(Protocol):
@@ -47,6 +63,7 @@ class _Entry:
     remaining: float | None = None
     problem: str | None = None
     progress: dict[str, Any] | None = field(default=None)
+    strikes: int = 0  # reads in a row that were too large or too slow
 
 
 class ProgressBook:
@@ -83,7 +100,7 @@ class ProgressBook:
 
     # ---- the poller's side -------------------------------------------------------------------------
 
-    def due(self) -> list[tuple[str, Target]]:
+    def due(self) -> list[Due]:
         """The jobs to read now; each is due again one period after it was due (so a late poll tick does
         not stretch the period), and never before now."""
         now = self._clock.now()
@@ -92,12 +109,25 @@ class ProgressBook:
             for key, entry in self._entries.items():
                 if entry.target is not None and entry.due <= now:
                     entry.due = max(entry.due + entry.target.period, now)
-                    ready.append((key, entry.target))
+                    ready.append(Due(key, entry.target, entry.strikes > 0))
         return ready
 
-    def record(self, key: str, target: Target, answer: Any, refused: str | None = None) -> bool:
+    def slow(self, key: str, target: Target) -> None:
+        """The endpoint at `target` misbehaved (too large an answer, or none in time): read it less often."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None or entry.target != target:
+                return
+            entry.strikes += 1
+            entry.due = self._clock.now() + min(target.period * 2 ** min(entry.strikes, 16), MAX_BACKOFF)
+
+    def record(self, key: str, target: Target, answer: Any, refused: str | None = None, *,
+               slow: bool = False) -> bool:
         """Keep what the pod at `target` answered (`refused`: why its answer was no report at all, e.g.
-        not JSON); True when the job's status should change."""
+        not JSON or too large; `slow`: the endpoint misbehaved, see `slow`); True when the job's status
+        should change."""
+        if slow:
+            self.slow(key, target)
         try:
             if refused is not None:
                 raise ProgressError(refused)
@@ -108,6 +138,8 @@ class ProgressBook:
             entry = self._entries.get(key)
             if entry is None or entry.target != target:
                 return False  # forgotten or moved on while the answer was on its way
+            if not slow:
+                entry.strikes = 0
             if report is not None and report != entry.report:
                 self._advance(entry, report)
             entry.problem = problem

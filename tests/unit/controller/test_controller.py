@@ -233,7 +233,9 @@ def test_the_progress_poller_reads_through_the_pod_proxy_and_enqueues_the_job_th
     target = Target("ns", "j", "j-worker-0", 8090, 30.0)
     controller.memory.progress.follow("ns/j", {"metadata": {"namespace": "ns", "name": "j"}}, target, {})
     kube.request.return_value = {"step": 3}
-    assert controller.progress_poller.poll_once() == ["ns/j"]
+    assert {key: read.result(timeout=10) for key, read in controller.progress_poller.poll_once().items()} == {
+        "ns/j": True}
+    # At most 4 kB and 5 s in all, whatever the pod sends.
     kube.request.assert_called_once_with("GET", "/api/v1/namespaces/ns/pods/j-worker-0:8090/proxy/progress",
-                                         timeout=5.0)
+                                         timeout=5.0, max_bytes=4096, deadline=5.0)
     assert drain(controller) == ["ns/j"]

@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry
 
 from controller.job.progress import Target
 from controller.metrics import ControllerMetrics
-from controller.progress.book import ProgressBook
+from controller.progress.book import Due, ProgressBook
 from kube.clock import FakeClock
 
 KEY = "team-a/mnist"
@@ -46,11 +46,11 @@ def test_a_job_without_a_target_is_not_read_and_its_status_is_unchanged(book: Pr
 
 def test_a_followed_job_is_read_at_once_then_once_per_period(book: ProgressBook, clock: FakeClock) -> None:
     book.follow(KEY, JOB, TARGET, RUNNING)
-    assert book.due() == [(KEY, TARGET)]
+    assert book.due() == [Due(KEY, TARGET, slow=False)]
     clock.step(29)
     assert book.due() == []
     clock.step(1)
-    assert book.due() == [(KEY, TARGET)]
+    assert book.due() == [Due(KEY, TARGET, slow=False)]
 
 
 def test_a_new_report_changes_the_status_the_reconciler_writes(book: ProgressBook) -> None:
@@ -145,6 +145,6 @@ def test_a_late_read_does_not_stretch_the_period(book: ProgressBook, clock: Fake
     book.follow(KEY, JOB, TARGET, RUNNING)
     book.due()
     clock.step(30.9)  # the poll tick came late
-    assert book.due() == [(KEY, TARGET)]
+    assert book.due() == [Due(KEY, TARGET, slow=False)]
     clock.step(29.1)
-    assert book.due() == [(KEY, TARGET)]
+    assert book.due() == [Due(KEY, TARGET, slow=False)]
