@@ -8,10 +8,18 @@ namespace: CoreDNS (the cluster DNS), kube-proxy (Services' virtual addresses) a
 NetworkPolicy engine). The processes are started and stopped like every other component of the
 cluster (a process group each, pids in state.json); what they leave behind (container processes under
 the shims, mounts, network namespaces, veths, the bridge) is removed by `clean_up`.
+
+One cluster at a time on a machine may have real nodes: they share the bridge `tfjob0`, its
+addresses and containerd's socket path, so a second cluster's kubelets would talk to the first one's
+containerd (and kill its containers as strangers), and its `down` would delete the first one's
+bridge. `claim` makes that an error that names the running cluster, and `clean_up` leaves alone what
+another live cluster owns.
 """
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import shutil
 import socket
@@ -25,6 +33,7 @@ from .components import SERVICE_CIDR
 from .pki import sign_client, sign_serving, write_kubeconfig
 from .realnode_config import (
     REAL_NODE_LABEL,
+    RUNTIME_DIR,
     RealNode,
     cni_conflist,
     containerd_config,
@@ -64,6 +73,69 @@ def missing_host_tools() -> list[str]:
     return missing
 
 
+OWNER_FILE = "owner.json"
+
+
+def owner(runtime_dir: Path = RUNTIME_DIR) -> Path | None:
+    """The folder of the cluster whose real nodes run on this machine, if one's do."""
+    try:
+        folder = Path(json.loads((runtime_dir / OWNER_FILE).read_text())["cluster"])
+        if _runs_real_nodes(folder):
+            return folder
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return _containerd_running() if runtime_dir == RUNTIME_DIR else None
+
+
+def _containerd_running() -> Path | None:
+    """The folder of a cluster whose real node's containerd runs though no claim names it (one started
+    before claims were made): found by its command line, `--config=<folder>/real-nodes/...`."""
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            argv = cmdline.read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if not argv or not argv[0].endswith(b"containerd"):
+            continue
+        for arg in argv:
+            config = arg.decode(errors="replace").removeprefix("--config=")
+            if "/real-nodes/real-node-" in config:
+                return Path(config.split("/real-nodes/real-node-", 1)[0])
+    return None
+
+
+def _runs_real_nodes(folder: Path) -> bool:
+    """Whether a process of the cluster in `folder` (a containerd or kubelet: its command line names a
+    file of that folder) is alive."""
+    state = ClusterState.load(Layout(folder).state_file)
+    if state is None:
+        return False
+    marker = str(folder / "real-nodes").encode()
+    for component, pid in state.pids.items():
+        if component.startswith(("containerd-", "kubelet-")) and pid:
+            try:
+                if marker in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    return True
+            except OSError:
+                continue
+    return False
+
+
+def claim(layout: Layout, runtime_dir: Path = RUNTIME_DIR) -> None:
+    """Make this cluster the one with real nodes on this machine; RealNodeError when another cluster's
+    real nodes run."""
+    runtime_dir.mkdir(parents=True, exist_ok=True)
+    with open(runtime_dir / "claim.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        running = owner(runtime_dir)
+        if running is not None and running.resolve() != layout.dir.resolve():
+            raise RealNodeError(
+                f"the cluster in {running} has real nodes on this machine, and only one cluster at a time can "
+                f"(they share the bridge {hostnet.BRIDGE}, its addresses and containerd's socket): stop it "
+                f"first with `tfjob-devcluster down --dir {running}`, or start this one without real nodes")
+        (runtime_dir / OWNER_FILE).write_text(json.dumps({"cluster": str(layout.dir)}))
+
+
 def prepare(layout: Layout, state: ClusterState) -> None:
     """Write every real node's certificates, kubeconfig and configuration, and create the bridge."""
     nodes = nodes_of(layout, state)
@@ -74,6 +146,7 @@ def prepare(layout: Layout, state: ClusterState) -> None:
         raise RealNodeError(f"real nodes need {', '.join(missing)}: run `bash devcluster/install-real-nodes.sh`")
     if os.geteuid() != 0:
         raise RealNodeError("real nodes need root (a container runtime, mounts, a bridge)")
+    claim(layout)
     pki = layout.pki
     server = f"https://127.0.0.1:{state.ports['kube-apiserver']}"
     for node in nodes:
@@ -159,6 +232,9 @@ def clean_up(layout: Layout, state: ClusterState) -> None:
     """Remove what the real nodes leave once their processes are stopped: containers (under their
     shims), the mounts, the pods' network namespaces, veths, the bridge, the KUBE-* iptables rules."""
     nodes = nodes_of(layout, state)
+    running = owner()
+    if nodes and running is not None and running.resolve() != layout.dir.resolve():
+        return  # another cluster's real nodes: everything here is theirs (see claim)
     for node in nodes:
         hostnet.kill_containers(node.containerd_socket)
         hostnet.unmount_under(node.kubelet_root)
