@@ -35,6 +35,7 @@ from bench._measure import (
     metric_value,
 )
 from controller.job.builders import build_pods, build_service
+from controller.job.kinds import TENSORFLOWJOB
 from kube import Kube, resource_path
 from tfjob_api.defaults import apply_defaults
 
@@ -124,7 +125,8 @@ def bounded(count: int, per_item: float = 0.25, base: float = 60.0, cap: float =
 def job_objects(job: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """The Service and Pods the operator would create for a stored job, as (plural, body)."""
     defaulted = apply_defaults(job)
-    return [("services", build_service(defaulted)), *(("pods", pod) for pod in build_pods(defaulted))]
+    return [("services", build_service(defaulted, TENSORFLOWJOB)),
+            *(("pods", pod) for pod in build_pods(defaulted, "", (), TENSORFLOWJOB))]
 
 
 def create_raw(kube: Kube, namespace: str, objects: list[tuple[str, dict[str, Any]]],

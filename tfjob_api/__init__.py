@@ -2,7 +2,7 @@
 any code that acts on them.
 
 Everything that the operator, the `kubectl tfjob` plugin and the Python client must agree on lives
-here, once: the kinds' names (`names`, `kubeflow`), the conditions and their state precedence
+here, once: the kinds' names (`names`, `kubeflow`) and identities (`kinds`), the conditions and their state precedence
 (`conditions`), the CRDs (`schema` and `kubeflow_schema` build them, `crd` reads the generated
 files back), the schema's defaults (`defaults`), what a pod's labels and status mean
 (`podstate`), timestamps as the API server writes them (`timeutil`), and reading job documents

@@ -22,7 +22,7 @@ operator imports nothing from here. See docs/using.md.
 """
 
 from tfjobs.client import STATES, JobFailed, JobNotFound, TfJobClient, TfJobError, WaitTimeout
-from tfjobs.errors import KindNotServed
+from tfjobs.errors import ClusterApiError, CredentialsError, KindNotServed
 from tfjobs.logs import LogLine
 from tfjobs.progress import Progress, RoleProgress
 from tfjobs.selectors import Conditions, SelectorError
@@ -30,7 +30,9 @@ from tfjobs.training import Training
 
 __all__ = [
     "STATES",
+    "ClusterApiError",
     "Conditions",
+    "CredentialsError",
     "JobFailed",
     "JobNotFound",
     "KindNotServed",

@@ -39,7 +39,7 @@ import yaml
 from tfjobs.client import STATES, AmbiguousJob, JobFailed, JobNotFound, TfJobClient, WaitTimeout
 from tfjobs.describe import describe
 from tfjobs.durations import parse_duration
-from tfjobs.errors import ApiError, ConfigError, KindNotServed
+from tfjobs.errors import ClusterApiError, CredentialsError, KindNotServed
 from tfjobs.kinds import JobKind, kind_named, kind_of
 from tfjobs.logs import LogLine, format_line
 from tfjobs.manifests import InputError, load_manifest
@@ -56,7 +56,7 @@ EXIT_INTERRUPTED = 130
 
 def resource(kind: JobKind) -> str:
     """How kubectl names a kind in its messages: `tensorflowjob.kubeflow.org`, `tfjob.kubeflow.org`."""
-    return f"{kind.kind.lower()}.{kind.group}"
+    return f"{kind.name.lower()}.{kind.group}"
 
 
 @dataclass
@@ -424,12 +424,12 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
         console.error(f"Error from server (NotFound): {error}")
     except (AmbiguousJob, KindNotServed) as error:
         console.error(f"error: {error}")
-    except ApiError as error:
+    except ClusterApiError as error:
         if error.status:
             console.error(f"Error from server ({error.reason}): {error.message or error}")
         else:
             console.error(f"error: cannot reach the API server: {error}")
-    except (ConfigError, InputError, ValueError, TimeoutError) as error:
+    except (CredentialsError, InputError, ValueError, TimeoutError) as error:
         console.error(f"error: {error}")
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED

@@ -15,9 +15,9 @@ kind). Everything goes through the official `kubernetes` client's public API (`t
 on raw JSON dicts: what `get` returns is exactly what `kubectl get -o json` shows. Waiting and
 following use watches (`tfjobs.watching`), never a polling loop. Errors: `JobNotFound` (also when a job is deleted
 while waited on), `JobFailed` (it ended without reaching what was waited for, or a failure
-condition matched), `WaitTimeout` (a `TimeoutError`); `KindNotServed` (an `ApiError`) when the cluster does not serve
-the kind asked for, saying why from its CRD (not installed, NamesAccepted=False, ...: `tfjobs.served`);
-anything else the API refuses is a `tfjobs.errors.ApiError`. `kubectl tfjob` is built on this class.
+condition matched), `WaitTimeout` (a `TimeoutError`); `KindNotServed` (a `ClusterApiError`) when the cluster does
+not serve the kind asked for, saying why from its CRD (not installed, NamesAccepted=False, ...: `tfjobs.served`);
+anything else the API refuses is a `tfjobs.ClusterApiError`. `kubectl tfjob` is built on this class.
 """
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ from tfjob_api import conditions
 from tfjob_api.documents import describe
 from tfjobs.connection import Connection, api_path
 from tfjobs.durations import parse_duration, parse_time
-from tfjobs.errors import ApiError, KindNotServed
+from tfjobs.errors import ClusterApiError, KindNotServed
 from tfjobs.jobview import FINISHED_STATES, job_state, roles, state_detail
-from tfjobs.kinds import KINDS, TENSORFLOWJOB, JobKind, kind_named, kind_of
+from tfjobs.kinds import KINDS, JobKind, kind_named, kind_of
 from tfjobs.kubeconfig import default_namespace, kubeconfig_paths
 from tfjobs.logs import ErrorSink, LogFollower, LogLine, pod_selector, read_logs
 from tfjobs.manifests import (
@@ -139,11 +139,11 @@ class TfJobClient:
         return namespace or self.namespace
 
     def path(self, name: str | None = None, *, namespace: str | None = None, all_namespaces: bool = False,
-             kind: JobKind = TENSORFLOWJOB) -> str:
+             kind: JobKind) -> str:
         """The REST path of the job collection (or of one job) of a kind."""
         return kind.path(None if all_namespaces else self._ns(namespace), name)
 
-    def _raise(self, error: ApiError, kind: JobKind) -> NoReturn:
+    def _raise(self, error: ClusterApiError, kind: JobKind) -> NoReturn:
         """Raise `error` — or, when it is the `404 page not found` of a kind the cluster does not
         serve, the `KindNotServed` that says why (the kind's CRD read now)."""
         if error.no_such_path:
@@ -178,7 +178,7 @@ class TfJobClient:
         job_kind = kind_of(body)
         try:
             return self.connection.create(job_kind.path(body["metadata"]["namespace"]), body)
-        except ApiError as error:
+        except ClusterApiError as error:
             self._raise(error, job_kind)
 
     def companion_body(self, document: Mapping[str, Any], *, namespace: str | None = None,
@@ -206,7 +206,7 @@ class TfJobClient:
         plural = companion_plural(body, describe(body, 1))
         try:
             return self.connection.create(api_path("", "v1", plural, metadata["namespace"]), body), "created"
-        except ApiError as error:
+        except ClusterApiError as error:
             if not error.already_exists:
                 raise
         path = api_path("", "v1", plural, metadata["namespace"], metadata["name"])
@@ -251,13 +251,13 @@ class TfJobClient:
         ns = self._ns(namespace)
         wanted = _kind(kind)
         found: list[tuple[JobKind, dict[str, Any]]] = []
-        refused: list[ApiError] = []
-        unserved: list[tuple[JobKind, ApiError]] = []
+        refused: list[ClusterApiError] = []
+        unserved: list[tuple[JobKind, ClusterApiError]] = []
         candidates = (wanted,) if wanted is not None else KINDS
         for candidate in candidates:
             try:
                 found.append((candidate, self.connection.get(candidate.path(ns, name))))
-            except ApiError as error:
+            except ClusterApiError as error:
                 if error.no_such_path:
                     unserved.append((candidate, error))
                 elif not error.not_found:
@@ -285,19 +285,19 @@ class TfJobClient:
         out; when no kind can be listed, its error is raised: KindNotServed for a kind not served)."""
         wanted = _kind(kind)
         items: list[dict[str, Any]] = []
-        refused: list[tuple[JobKind, ApiError]] = []
+        refused: list[tuple[JobKind, ClusterApiError]] = []
         for candidate in (wanted,) if wanted is not None else KINDS:
             try:
                 answer = self.connection.list(self.path(namespace=namespace, all_namespaces=all_namespaces,
                                                         kind=candidate), label_selector=label_selector)
-            except ApiError as error:
+            except ClusterApiError as error:
                 if wanted is not None or not (error.not_found or error.status == 403):
                     self._raise(error, candidate)
                 refused.append((candidate, error))
                 continue
             for item in answer.get("items") or []:  # a List's items carry no kind
                 item.setdefault("apiVersion", candidate.api_version)
-                item.setdefault("kind", candidate.kind)
+                item.setdefault("kind", candidate.name)
                 items.append(item)
         if len(refused) == len(KINDS):  # a refusal first, else why the first kind is not served
             refused_kind, error = next(((k, e) for k, e in refused if not e.no_such_path), refused[0])
@@ -327,7 +327,7 @@ class TfJobClient:
         ns = self._ns(namespace)
         job_kind = _kind(kind) or self.find(name, namespace=ns)[0]
         path = api_path("", "v1", "events", ns)
-        found = self.connection.list(path, field_selector=f"involvedObject.kind={job_kind.kind},"
+        found = self.connection.list(path, field_selector=f"involvedObject.kind={job_kind.name},"
                                                           f"involvedObject.name={name}")
         events = list(found.get("items") or [])
         names = {p["metadata"]["name"] for p in (pods if pods is not None else self.pods(name, namespace=ns))}
@@ -360,7 +360,7 @@ class TfJobClient:
         limit = _seconds(timeout)
         ns = self._ns(namespace)
         job_kind, job = self.find(name, namespace=ns, kind=kind)  # fails fast: not found, forbidden, no CRD
-        what = f'{job_kind.kind.lower()} "{name}"'
+        what = f'{job_kind.name.lower()} "{name}"'
         if on_progress is not None:
             self.pods(name, namespace=ns)  # and when the pods cannot be read
         started = time.monotonic()
@@ -443,7 +443,7 @@ class TfJobClient:
         job_kind, job = self.find(name, namespace=namespace, kind=kind)
         have = roles(job_kind.view(job))
         if role not in have:
-            raise ValueError(f'{job_kind.kind.lower()} "{name}" has no {role} role to scale '
+            raise ValueError(f'{job_kind.name.lower()} "{name}" has no {role} role to scale '
                              f'(it has: {", ".join(have) or "none"})')
         return self.connection.patch(self.path(name, namespace=namespace, kind=job_kind),
                                      job_kind.scale_patch(job, role, replicas))
@@ -456,7 +456,7 @@ class TfJobClient:
         job_kind = _kind(kind) or self.find(name, namespace=ns)[0]
         try:
             self.connection.delete(job_kind.path(ns, name), propagation="Background")
-        except ApiError as error:
+        except ClusterApiError as error:
             if error.no_such_path:
                 self._raise(error, job_kind)
             if error.not_found:
@@ -466,7 +466,7 @@ class TfJobClient:
             limit = _seconds(timeout)
             with JobWatch(self.connection, ns, name, pods=False, kind=job_kind).start() as watch:
                 if watch.wait(lambda: watch.job() is None, limit) is None:
-                    raise WaitTimeout(f'timed out after {limit:g}s waiting for {job_kind.kind.lower()} "{name}" '
+                    raise WaitTimeout(f'timed out after {limit:g}s waiting for {job_kind.name.lower()} "{name}" '
                                       "to be deleted", watch.job())
 
 

@@ -29,7 +29,7 @@ from kubernetes.client.api_client import ApiClient
 from kubernetes.client.configuration import Configuration
 from kubernetes.client.exceptions import ApiException
 
-from tfjobs.errors import ApiError, ConfigError
+from tfjobs.errors import ClusterApiError, CredentialsError
 
 __all__ = ["Connection", "Events", "Lines", "api_path"]
 
@@ -64,7 +64,7 @@ class Lines:
     """The lines of one streamed response (str, without the newline), closable from another thread.
 
     Iterating ends when the server ends the response or after `close()`; a broken connection raises
-    `ApiError` (status 0). `close()` from another thread shuts the connection down so a blocked read
+    `ClusterApiError` (status 0). `close()` from another thread shuts the connection down so a blocked read
     returns at once (urllib3 2.3 and later; with an older urllib3 the read ends with the next bytes),
     and the iterating thread then gives the connection back. Used as a context manager, it closes on exit."""
 
@@ -91,7 +91,7 @@ class Lines:
                 yield pending.decode("utf-8", errors="replace")
         except (urllib3.exceptions.HTTPError, OSError, ValueError, AttributeError) as exc:
             if not self._closed.is_set():  # after close() a shut-down socket is a normal end
-                raise ApiError.unreachable(exc) from exc
+                raise ClusterApiError.unreachable(exc) from exc
         finally:
             with self._lock:
                 self._reading = False
@@ -133,7 +133,7 @@ class Lines:
 
 
 class Events(Lines):
-    """The decoded events of one watch response; an ERROR event raises its ApiError (410 Gone:
+    """The decoded events of one watch response; an ERROR event raises its ClusterApiError (410 Gone:
     the resourceVersion is too old, list again)."""
 
     def events(self) -> Iterator[dict[str, Any]]:
@@ -143,9 +143,9 @@ class Events(Lines):
             try:
                 event = json.loads(line)
             except ValueError as exc:
-                raise ApiError(0, "DecodeError", f"bad watch line: {line[:80]!r}") from exc
+                raise ClusterApiError(0, "DecodeError", f"bad watch line: {line[:80]!r}") from exc
             if event.get("type") == "ERROR":
-                raise ApiError.from_status(event.get("object") or {})
+                raise ClusterApiError.from_status(event.get("object") or {})
             yield event
 
 
@@ -164,7 +164,7 @@ class Connection:
             k8s_config.load_kube_config(config_file=path, context=context, client_configuration=configuration,
                                         persist_config=False)
         except (k8s_config.ConfigException, OSError, ValueError, TypeError) as exc:
-            raise ConfigError(f"cannot load kubeconfig {path or '(default)'}: {exc}") from exc
+            raise CredentialsError(f"cannot load kubeconfig {path or '(default)'}: {exc}") from exc
         return cls(ApiClient(configuration))
 
     @classmethod
@@ -174,7 +174,7 @@ class Connection:
         try:
             k8s_config.load_incluster_config(client_configuration=configuration)
         except (k8s_config.ConfigException, OSError) as exc:
-            raise ConfigError(f"no kubeconfig and not running in a cluster: {exc}") from exc
+            raise CredentialsError(f"no kubeconfig and not running in a cluster: {exc}") from exc
         return cls(ApiClient(configuration))
 
     # --- one request --------------------------------------------------------------------------
@@ -182,7 +182,7 @@ class Connection:
     def _send(self, method: str, path: str, query: Mapping[str, Any] | None = None, body: Any = None, *,
               content_type: str = "application/json", accept: str = "application/json",
               read_timeout: float | None = REQUEST_TIMEOUT) -> Any:
-        """The raw urllib3 response of one call; every failure is an ApiError."""
+        """The raw urllib3 response of one call; every failure is a ClusterApiError."""
         pairs = [(_query_name(key), _query_text(value)) for key, value in (query or {}).items() if value is not None]
         try:
             return self.api_client.call_api(
@@ -190,15 +190,15 @@ class Connection:
                 body=body, auth_settings=["BearerToken"], _return_http_data_only=True, _preload_content=False,
                 _request_timeout=(CONNECT_TIMEOUT, read_timeout))
         except ApiException as exc:
-            raise ApiError.from_exception(exc) from exc
+            raise ClusterApiError.from_exception(exc) from exc
         except AttributeError as exc:
             # call_api decodes the body of the ApiException its REST client raised, and a transport
             # failure's (a TLS EOF under load: status 0) has none: the AttributeError hides it.
             if isinstance(exc.__context__, ApiException):
-                raise ApiError.from_exception(exc.__context__) from exc
+                raise ClusterApiError.from_exception(exc.__context__) from exc
             raise
         except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise ApiError.unreachable(exc) from exc
+            raise ClusterApiError.unreachable(exc) from exc
 
     def _json(self, method: str, path: str, query: Mapping[str, Any] | None = None, body: Any = None,
               content_type: str = "application/json") -> dict[str, Any]:
@@ -206,14 +206,14 @@ class Connection:
         try:
             data = response.data
         except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise ApiError.unreachable(exc) from exc
+            raise ClusterApiError.unreachable(exc) from exc
         finally:
             with contextlib.suppress(Exception):
                 response.release_conn()
         try:
             decoded = json.loads(data) if data else {}
         except ValueError as exc:
-            raise ApiError(int(response.status), "InvalidResponse", f"not JSON: {data[:80]!r}") from exc
+            raise ClusterApiError(int(response.status), "InvalidResponse", f"not JSON: {data[:80]!r}") from exc
         return decoded if isinstance(decoded, dict) else {}
 
     def get(self, path: str, **query: Any) -> dict[str, Any]:

@@ -7,7 +7,8 @@ shape: roles `chief`/`ps`/`worker`/`evaluator` at the top of the spec, `status.s
 `status.replicaStatuses` by role. A `JobKind` says where a kind lives and how one of its jobs reads as
 that model (`view`): a TensorFlowJob already is it; a TFJob goes through the operator's own translation
 (`tfjob_api.kubeflow_model`), so the tools and the operator never disagree on a TFJob's roles or state.
-What a user gets back from `get` or `wait_for` is always the object as stored.
+What a user gets back from `get` or `wait_for` is always the object as stored. A kind's identity (its
+name, group, version, plural) is `tfjob_api.kinds`', which the operator's kinds extend too.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tfjob_api import kubeflow, names
+from tfjob_api import kinds, kubeflow, names
 from tfjob_api.kubeflow_model import replica_types, to_model
 from tfjobs.connection import api_path
 
@@ -38,30 +39,20 @@ def _tfjob_scale(job: Mapping[str, Any], role: str, replicas: int) -> dict[str, 
     return {"spec": {"tfReplicaSpecs": {written.get(replica_type, replica_type): {"replicas": replicas}}}}
 
 
-@dataclass(frozen=True)
-class JobKind:
-    kind: str
-    plural: str
-    group: str
-    version: str
+@dataclass(frozen=True, eq=False)
+class JobKind(kinds.Kind):
+    """A kind of job as the user tools work on it: its identity, and how one of its jobs reads as the
+    job model and is scaled."""
+
     view: Callable[[Mapping[str, Any]], dict[str, Any]]  # a job of this kind as the job model
     scale_patch: Callable[[Mapping[str, Any], str, int], dict[str, Any]]  # (job, role, replicas) → merge patch
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}"
-
-    @property
-    def resource(self) -> str:
-        """`tensorflowjobs.kubeflow.org`, as kubectl names it in messages."""
-        return f"{self.plural}.{self.group}"
 
     def path(self, namespace: str | None, name: str | None = None) -> str:
         return api_path(self.group, self.version, self.plural, namespace, name)
 
 
-TENSORFLOWJOB = JobKind(names.KIND, names.PLURAL, names.GROUP, names.VERSION, _as_stored, _tensorflowjob_scale)
-TFJOB = JobKind(kubeflow.KIND, kubeflow.PLURAL, kubeflow.GROUP, kubeflow.VERSION, to_model, _tfjob_scale)
+TENSORFLOWJOB = JobKind(**kinds.TENSORFLOWJOB.identity(), view=_as_stored, scale_patch=_tensorflowjob_scale)
+TFJOB = JobKind(**kinds.TFJOB.identity(), view=to_model, scale_patch=_tfjob_scale)
 KINDS = (TENSORFLOWJOB, TFJOB)
 
 
@@ -69,9 +60,9 @@ def kind_named(text: str) -> JobKind:
     """The kind a user names: `TensorFlowJob`, `tfjob`, `tfjobs`, `tensorflowjobs.kubeflow.org`, ..."""
     wanted = text.strip().lower().removesuffix(f".{names.GROUP}")
     for kind in KINDS:
-        if wanted in (kind.kind.lower(), kind.plural, kind.plural.removesuffix("s")):
+        if wanted in (kind.name.lower(), kind.plural, kind.plural.removesuffix("s")):
             return kind
-    raise ValueError(f"unknown kind {text!r}; choose from {', '.join(kind.kind for kind in KINDS)}")
+    raise ValueError(f"unknown kind {text!r}; choose from {', '.join(kind.name for kind in KINDS)}")
 
 
 def kind_of(job: Mapping[str, Any]) -> JobKind:

@@ -28,9 +28,9 @@ from typing import Any
 from tfjob_api import podstate
 from tfjob_api.names import JOB_NAME_LABEL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
 from tfjobs.connection import Connection
-from tfjobs.errors import ApiError
+from tfjobs.errors import ClusterApiError
 from tfjobs.jobview import container_names, is_finished, slot_name, tf_container
-from tfjobs.kinds import TENSORFLOWJOB, JobKind
+from tfjobs.kinds import JobKind
 from tfjobs.watching import JobWatch
 
 __all__ = ["LogFollower", "LogLine", "format_line", "merge", "pod_selector", "read_logs", "split_timestamp",
@@ -160,7 +160,7 @@ def read_logs(connection: Connection, namespace: str, pods: Iterable[Mapping[str
                         timestamp, text = split_timestamp(raw)
                         lines.append(LogLine(line_prefix(pod, name), podstate.name(pod), name, text, timestamp))
                     streams.append(lines)
-            except ApiError as error:
+            except ClusterApiError as error:
                 if on_error is not None:
                     on_error(f"{line_prefix(pod, name)}: {error.message or error.reason}")
     return merge(streams)
@@ -260,7 +260,7 @@ class _Reader:
                 follow = not self.finishing.is_set()
                 try:
                     stream = self._open(follow)
-                except ApiError as error:
+                except ClusterApiError as error:
                     if error.not_found or self.stopped.is_set():
                         return
                     failures += 1
@@ -281,7 +281,7 @@ class _Reader:
                 try:
                     for raw in stream:
                         self._give(raw)
-                except ApiError as error:  # the connection broke: reopen from the last line
+                except ClusterApiError as error:  # the connection broke: reopen from the last line
                     if not (self.finishing.is_set() or self.stopped.is_set()):
                         self.follower._error(f"{self.prefix}: log stream broke ({error.reason}); reopening")
                 finally:
@@ -320,7 +320,7 @@ class LogFollower:
     def __init__(self, connection: Connection, namespace: str, job: str, *, role: str | None = None,
                  index: int | None = None, container: str | None = None, all_containers: bool = False,
                  since_seconds: int | None = None, tail_lines: int | None = None, on_error: ErrorSink | None = None,
-                 drain: float = DRAIN_SECONDS, sync_timeout: float = 60.0, kind: JobKind = TENSORFLOWJOB) -> None:
+                 drain: float = DRAIN_SECONDS, sync_timeout: float = 60.0, kind: JobKind) -> None:
         self.connection = connection
         self.namespace = namespace
         self.job = job

@@ -5,7 +5,7 @@ whether the kind's CustomResourceDefinition is missing, was refused its names be
 another CRD of its group (`NamesAccepted=False`: the TensorFlowJob CRD's short name `tfjob` is the
 TFJob CRD's singular, docs/kubeflow.md), is being deleted, is not Established yet, or does not serve
 the version asked for. Printed as it is, that line tells a user nothing. So when a request for a kind
-answers that 404 (`ApiError.no_such_path`), the client reads the kind's CRD
+answers that 404 (`ClusterApiError.no_such_path`), the client reads the kind's CRD
 (`apiextensions.k8s.io/v1` customresourcedefinitions/<plural>.<group>) and raises `KindNotServed`,
 whose message names the kind and the CRD, says which of those it is (the failing condition's type,
 status, reason and message), and what to do. Reading CRDs takes a grant many users lack; then the
@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from tfjobs.connection import api_path
-from tfjobs.errors import ApiError, KindNotServed
+from tfjobs.errors import ClusterApiError, KindNotServed
 from tfjobs.kinds import TENSORFLOWJOB, TFJOB, JobKind
 
 __all__ = ["crd_path", "not_served"]
@@ -54,21 +54,21 @@ def not_served(connection: _Reader, kind: JobKind) -> KindNotServed:
     """The error to raise for a kind the API server answered `404 page not found` for: its CRD read
     to say why (not installed, a failing condition, an unserved version) and what to do."""
     crd = kind.resource
-    what = f"{kind.kind} ({kind.resource}) is not served by this cluster"
+    what = f"{kind.name} ({kind.resource}) is not served by this cluster"
     try:
         found = connection.get(crd_path(kind))
-    except ApiError as error:
+    except ClusterApiError as error:
         if error.not_found and not error.no_such_path:
             install = INSTALLS.get(crd, f"apply the CustomResourceDefinition {crd}")
-            return KindNotServed(kind.kind, crd, f"{what}: its CustomResourceDefinition {crd} is not installed; "
+            return KindNotServed(kind.name, crd, f"{what}: its CustomResourceDefinition {crd} is not installed; "
                                                  f"install it: {install}")
         reason = error.reason if error.status else f"cannot reach the API server: {error.reason}"
         detail = _clip(f"{reason}: {error.message}" if error.message else reason)
-        return KindNotServed(kind.kind, crd, f"{what}, and its CustomResourceDefinition {crd} could not be read "
+        return KindNotServed(kind.name, crd, f"{what}, and its CustomResourceDefinition {crd} could not be read "
                                              f"({detail}); ask a cluster admin to install it or to fix it "
                                              f"(kubectl get crd {crd} -o yaml shows its conditions)")
     condition, advice = _failing(found, kind)
-    return KindNotServed(kind.kind, crd, f"{what}: its CustomResourceDefinition {crd} {advice}", condition)
+    return KindNotServed(kind.name, crd, f"{what}: its CustomResourceDefinition {crd} {advice}", condition)
 
 
 def _failing(crd: Mapping[str, Any], kind: JobKind) -> tuple[dict[str, Any] | None, str]:

@@ -17,8 +17,8 @@ from typing import Any, TypeVar
 
 from tfjob_api.names import JOB_NAME_LABEL
 from tfjobs.connection import Connection, Events, api_path
-from tfjobs.errors import ApiError
-from tfjobs.kinds import TENSORFLOWJOB, JobKind
+from tfjobs.errors import ClusterApiError
+from tfjobs.kinds import JobKind
 
 __all__ = ["JobWatch", "PodEvent"]
 
@@ -71,7 +71,7 @@ class _Mirror:
                 failures = 0
                 while not self._stopped.is_set():
                     version = self._watch(version)
-            except ApiError as error:
+            except ClusterApiError as error:
                 if self._stopped.is_set():
                     return
                 if not error.gone:
@@ -116,7 +116,7 @@ class JobWatch:
 
     def __init__(self, connection: Connection, namespace: str, name: str, *, pods: bool = True,
                  on_pod: PodEvent | None = None, on_job: Callable[[], None] | None = None,
-                 kind: JobKind = TENSORFLOWJOB) -> None:
+                 kind: JobKind) -> None:
         self.namespace = namespace
         self.name = name
         self._cond = threading.Condition()
@@ -124,7 +124,7 @@ class JobWatch:
         self._on_pod = on_pod
         self._on_job = on_job
         self.kind = kind
-        self._job = _Mirror(connection, kind.path(namespace), f"{kind.kind.lower()} {namespace}/{name}",
+        self._job = _Mirror(connection, kind.path(namespace), f"{kind.name.lower()} {namespace}/{name}",
                             lambda *_: self._job_event(),
                             field_selector=f"metadata.name={name}")
         self._pods: _Mirror | None = None

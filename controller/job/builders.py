@@ -16,7 +16,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from controller.job.kinds import TENSORFLOWJOB, JobKind
+from controller.job.kinds import JobKind
 from controller.job.profiles import Profile, apply_profiles, profiles_for
 from controller.job.progress import with_progress_env
 from controller.job.stall import with_stall_probes
@@ -38,7 +38,7 @@ POD_RESTART_POLICY = {"OnFailure": "OnFailure", "Always": "Always", "Never": "Ne
 
 
 def owned_metadata(job: Mapping[str, Any], name: str, labels: dict[str, str], annotations: dict[str, str],
-                   kind: JobKind = TENSORFLOWJOB) -> dict:
+                   kind: JobKind) -> dict:
     metadata: dict[str, Any] = {
         "name": name,
         "namespace": job["metadata"].get("namespace") or "default",
@@ -61,7 +61,7 @@ def service_ports(job: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [{"name": f"tfjob-{port}", "port": port, "targetPort": port, "protocol": "TCP"} for port in ports]
 
 
-def build_service(job: Mapping[str, Any], kind: JobKind = TENSORFLOWJOB) -> dict[str, Any]:
+def build_service(job: Mapping[str, Any], kind: JobKind) -> dict[str, Any]:
     """The job's single headless Service; pods resolve each other through it as `<pod>.<job>`."""
     name = job["metadata"]["name"]
     return {
@@ -78,12 +78,12 @@ def build_service(job: Mapping[str, Any], kind: JobKind = TENSORFLOWJOB) -> dict
     }
 
 
-def build_pod(job: Mapping[str, Any], role: str, index: int, cluster_domain: str = "",
-              cluster: SerializedCluster | None = None, profiles: Sequence[Profile] = (),
-              kind: JobKind = TENSORFLOWJOB) -> dict[str, Any]:
+def build_pod(job: Mapping[str, Any], role: str, index: int, cluster_domain: str,
+              cluster: SerializedCluster | None, profiles: Sequence[Profile], kind: JobKind) -> dict[str, Any]:
     """One pod of one role, with its TF_CONFIG, identity labels (and its kind's), owner and DNS identity.
-    `cluster` is `SerializedCluster.of(job, cluster_domain)`, when the caller builds many pods;
-    `profiles` are the operator's start-up profiles (the job's opt-out is honoured here)."""
+    `cluster` is `SerializedCluster.of(job, cluster_domain)`, when the caller builds many pods (None:
+    serialised here); `profiles` are the operator's start-up profiles (the job's opt-out is honoured
+    here). Every argument is required: a pod built without its kind would be owned by the wrong one."""
     job_name = job["metadata"]["name"]
     role_spec = job["spec"][role]
     template = copy.deepcopy(role_spec["template"])
@@ -134,8 +134,8 @@ def desired_pod_keys(job: Mapping[str, Any]) -> list[tuple[str, int]]:
     return [(role, index) for role in ROLES for index in range(role_replicas(spec, role))]
 
 
-def build_pods(job: Mapping[str, Any], cluster_domain: str = "", profiles: Sequence[Profile] = (),
-               kind: JobKind = TENSORFLOWJOB) -> list[dict[str, Any]]:
+def build_pods(job: Mapping[str, Any], cluster_domain: str, profiles: Sequence[Profile],
+               kind: JobKind) -> list[dict[str, Any]]:
     cluster = SerializedCluster.of(job, cluster_domain)
     return [build_pod(job, role, index, cluster_domain, cluster, profiles, kind)
             for role, index in desired_pod_keys(job)]

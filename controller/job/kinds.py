@@ -4,9 +4,8 @@ that knows how they differ.
 Everything else (the loop, the planner, the builders, the `tfjob-operator` command) holds a `JobKind`
 and asks it; nothing else asks which kind it holds. A kind says:
 
-* where its objects live (group, version, plural) and its work-queue key: `namespace/name` for a
-  TensorFlowJob (as it always was), `TFJob:namespace/name` for a TFJob (neither a namespace nor a
-  name can hold a `:`);
+* where its objects live (group, version, plural) and its work-queue key: its identity, which
+  `tfjob_api.kinds` defines for the user tools and the operator alike (a `JobKind` extends it);
 * how its stored object becomes the job model the planner reads, and the planner's status becomes
   the status it stores: for a TensorFlowJob both are the object itself (its defaults applied), for a
   TFJob the translation of `controller.job.kubeflow`;
@@ -36,35 +35,25 @@ from controller.job.kubeflow import ownership
 from controller.job.kubeflow.convert import Conversion, convert
 from controller.job.kubeflow.validation import validate_tfjob
 from controller.job.validation import Problem, validate_job
-from tfjob_api import crd, kubeflow
+from tfjob_api import crd
+from tfjob_api import kinds as api_kinds
 from tfjob_api.defaults import apply_defaults
 from tfjob_api.kubeflow_model import NO_GANG_SCHEDULER, ignored_fields, to_model
 from tfjob_api.kubeflow_status import to_model_status, to_tfjob_status
-from tfjob_api.names import GROUP, KIND, PLURAL, VERSION
+from tfjob_api.names import GROUP
 
 Check = Callable[[Any], list[Problem]]
 
 
 @dataclass(frozen=True, eq=False)
-class JobKind(ABC):
-    """One kind of job: its API coordinates and everything that differs between the kinds."""
+class JobKind(api_kinds.Kind, ABC):
+    """One kind of job: its identity (`tfjob_api.kinds.Kind`) and everything that differs between the
+    kinds."""
 
-    name: str
-    group: str
-    version: str
-    plural: str
-    key_prefix: str
     network_policy: bool
     """Whether its jobs get their own NetworkPolicy (`spec.networkPolicy`, the operator's default)."""
     kueue_gate: bool
     """Whether its jobs queue through this operator's Kueue gate (`controller.kueue.gate`)."""
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}"
-
-    def key(self, namespace: str, name: str) -> str:
-        return f"{self.key_prefix}{namespace}/{name}"
 
     def owner_reference(self, job: Mapping[str, Any]) -> dict[str, Any]:
         """The controller owner reference its pods, Service and NetworkPolicy carry."""
@@ -198,9 +187,8 @@ class TFJobKind(JobKind):
         return convert(document)
 
 
-TENSORFLOWJOB: JobKind = TensorFlowJobKind(KIND, GROUP, VERSION, PLURAL, "", network_policy=True, kueue_gate=True)
-TFJOB: JobKind = TFJobKind(kubeflow.KIND, kubeflow.GROUP, kubeflow.VERSION, kubeflow.PLURAL, kubeflow.KIND + ":",
-                           network_policy=False, kueue_gate=False)
+TENSORFLOWJOB: JobKind = TensorFlowJobKind(**api_kinds.TENSORFLOWJOB.identity(), network_policy=True, kueue_gate=True)
+TFJOB: JobKind = TFJobKind(**api_kinds.TFJOB.identity(), network_policy=False, kueue_gate=False)
 KINDS = (TENSORFLOWJOB, TFJOB)
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.job.builders import owned_metadata
-from controller.job.kinds import TENSORFLOWJOB, JobKind
+from controller.job.kinds import JobKind
 from controller.job.mergepatch import merge_patch
 from tfconfig import DEFAULT_PORT, ROLES, role_port, role_replicas
 from tfjob_api.names import JOB_NAME_LABEL
@@ -84,7 +84,7 @@ def policy_spec(job: Mapping[str, Any]) -> dict[str, Any]:
     return {"podSelector": {"matchLabels": {JOB_NAME_LABEL: name}}, "policyTypes": ["Ingress"], "ingress": ingress}
 
 
-def build_network_policy(job: Mapping[str, Any], kind: JobKind = TENSORFLOWJOB) -> dict[str, Any]:
+def build_network_policy(job: Mapping[str, Any], kind: JobKind) -> dict[str, Any]:
     name = job["metadata"]["name"]
     return {
         "apiVersion": API_VERSION,

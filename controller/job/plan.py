@@ -64,7 +64,7 @@ def plan_job(
     profiles: Sequence[Profile] = (),
     problems: Sequence[Problem] | None = None,
     validate: Callable[[Mapping[str, Any]], Sequence[Problem]] = validate_job,
-    kind: JobKind = TENSORFLOWJOB,
+    kind: JobKind,
     gang_view: gang.GangView | None = None,
 ) -> Plan:
     """Decide what to do for one (defaulted) job. `pending_deletes` holds UIDs of pods this

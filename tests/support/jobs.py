@@ -17,6 +17,7 @@ import copy
 from typing import Any
 
 from controller.job.builders import build_pods
+from controller.job.kinds import TENSORFLOWJOB
 from tfjob_api.defaults import apply_defaults
 
 API_VERSION = "kubeflow.org/v1"
@@ -112,7 +113,7 @@ def pods_for(job: dict[str, Any], phase: str = "Running", *, node: str | None = 
     cache shows them once created: each with a uid (`uid` formatted with the pod's `name` and `index`
     in build order), the extra `metadata` (e.g. deletionTimestamp), `phase`, and bound to `node`
     (unless None)."""
-    pods = build_pods(job)
+    pods = build_pods(job, "", (), TENSORFLOWJOB)
     for index, pod in enumerate(pods):
         pod["metadata"].update(uid=uid.format(name=pod["metadata"]["name"], index=index), **metadata)
         pod["status"] = {"phase": phase}

@@ -11,6 +11,7 @@ read through a `JobKind` of that group by the same client code.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -27,7 +28,7 @@ from tests.support.jobs import devcluster_role
 from tests.support.kubeflow import as_tfjob
 from tests.support.polling import wait_for
 from tfjobs import KindNotServed, TfJobClient
-from tfjobs.kinds import TFJOB, JobKind
+from tfjobs.kinds import TFJOB
 
 from .conftest import TFJOB_CRD_NAME, CrdScheme, crd_path
 
@@ -145,7 +146,7 @@ def test_the_client_names_the_names_accepted_condition_of_a_crd_whose_names_clas
     crd = f"tfjobs.{clashing_group}"
     clash = condition(api, crd, "NamesAccepted")
     assert clash is not None and clash["status"] == "False", clash
-    kind = JobKind("TFJob", "tfjobs", clashing_group, "v1", TFJOB.view, TFJOB.scale_patch)
+    kind = dataclasses.replace(TFJOB, group=clashing_group)
 
     with TfJobClient.connect(str(cluster.kubeconfig), namespace=namespace) as client:
         with pytest.raises(KindNotServed) as listed:

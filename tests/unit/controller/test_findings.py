@@ -18,6 +18,7 @@ from unittest.mock import Mock
 from controller.controller import Controller
 from controller.expectations import Expectations
 from controller.job.builders import build_pods, build_service
+from controller.job.kinds import TENSORFLOWJOB
 from controller.job.plan import FORCE_DELETE_AFTER, plan_job
 from controller.memory import JobMemory
 from controller.options import ControllerOptions
@@ -52,8 +53,8 @@ def test_a_pod_already_force_deleted_is_not_force_deleted_again_while_the_cache_
     pending UID, and count only deletions that happened."""
     job = make_job(worker=2)
     pods = pods_stuck_on_a_dead_node(job)
-    plan = plan_job(job, pods, build_service(job), now=NOW, node_ready=lambda _node: False,
-                    pending_deletes=frozenset({"pod-uid-0"}))
+    plan = plan_job(job, pods, build_service(job, TENSORFLOWJOB), now=NOW, node_ready=lambda _node: False,
+                    pending_deletes=frozenset({"pod-uid-0"}), kind=TENSORFLOWJOB)
 
     deleted = [d.pod["metadata"]["uid"] for d in plan.delete_pods]
     assert deleted == ["pod-uid-1"], f"force-deleted again: {deleted}"
@@ -199,7 +200,7 @@ def test_a_job_whose_pods_exist_but_whose_start_time_was_never_written_still_get
     created = format_time(NOW - timedelta(seconds=60))
     pods = pods_for(job, node="node-a", uid="pod-uid-{index}", creationTimestamp=created)
 
-    plan = plan_job(job, pods, build_service(job), now=NOW)
+    plan = plan_job(job, pods, build_service(job, TENSORFLOWJOB), now=NOW, kind=TENSORFLOWJOB)
 
     failed = next((c for c in plan.status["conditions"] if c["type"] == "Failed" and c["status"] == "True"), None)
     assert failed is not None or plan.status.get("startTime"), \
@@ -244,7 +245,7 @@ def test_a_pod_the_cache_had_not_shown_yet_does_not_block_its_slot_once_it_is_go
     expectations = memory.expectations
     expectations.expect_creations(key, ["j-worker-0"])  # created by the previous reconcile
     caches = _LaggingCaches(job, expectations, key, arriving="j-worker-0")
-    ours = build_pods(job)[0]
+    ours = build_pods(job, "", (), TENSORFLOWJOB)[0]
     ours["metadata"]["uid"] = "pod-uid-0"
     kube = Mock(spec=Kube)
     kube.create.side_effect = lambda path, body: (_ for _ in ()).throw(

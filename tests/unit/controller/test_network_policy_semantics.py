@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from controller.job.builders import build_pods
+from controller.job.kinds import TENSORFLOWJOB
 from controller.job.netpol import build_network_policy
 from tests.support.jobs import container, role, tfjob
 from tests.unit.controller.netpol_eval import Pod, ingress_allowed
@@ -27,12 +28,12 @@ def make(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def pods_of(job: dict[str, Any]) -> list[Pod]:
-    return [Pod.from_manifest(p, ip=f"10.244.1.{i + 1}") for i, p in enumerate(build_pods(job))]
+    return [Pod.from_manifest(p, ip=f"10.244.1.{i + 1}") for i, p in enumerate(build_pods(job, "", (), TENSORFLOWJOB))]
 
 
 def allowed(job: dict[str, Any], source: Pod, target: Pod, port: int, protocol: str = "TCP",
             extra: list[dict[str, Any]] | None = None) -> bool:
-    return ingress_allowed([build_network_policy(job), *(extra or [])], source, target, port, protocol, NAMESPACES)
+    return ingress_allowed([build_network_policy(job, TENSORFLOWJOB), *(extra or [])], source, target, port, protocol, NAMESPACES)
 
 
 def enabled(**settings: Any) -> dict[str, Any]:

@@ -12,6 +12,7 @@ import pytest
 from pytest_mock import MockerFixture
 
 from controller.job.builders import build_service
+from controller.job.kinds import TENSORFLOWJOB
 from controller.reconciler import SLOW_START_INITIAL_BATCH, STALE_CACHE_WAIT, Reconciler, RequeueError
 from kube import ApiError, Kube
 from kube.clock import FakeClock
@@ -35,7 +36,7 @@ def running_pods(job: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def owned_service(job: dict[str, Any]) -> dict[str, Any]:
-    service = build_service(apply_defaults(job))
+    service = build_service(apply_defaults(job), TENSORFLOWJOB)
     service["metadata"]["uid"] = "svc-uid"
     return service
 

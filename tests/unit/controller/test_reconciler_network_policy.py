@@ -12,6 +12,7 @@ from pytest_mock import MockerFixture
 
 from controller.job import netpol
 from controller.job.builders import build_service
+from controller.job.kinds import TENSORFLOWJOB
 from controller.options import ControllerOptions
 from controller.reconciler import Reconciler, RequeueError
 from kube import ApiError
@@ -41,7 +42,7 @@ def reconciler(kube: Mock, caches: FakeCaches, default_on: bool = False) -> Reco
 
 
 def owned_policy(job: dict[str, Any]) -> dict[str, Any]:
-    policy = netpol.build_network_policy(apply_defaults(job))
+    policy = netpol.build_network_policy(apply_defaults(job), TENSORFLOWJOB)
     policy["metadata"].update(uid="np-uid", resourceVersion="3")
     return policy
 
@@ -120,7 +121,7 @@ def test_a_changed_policy_is_patched_with_a_resource_version_precondition(kube: 
     stale = owned_policy(job)
     stale["spec"]["ingress"][0]["ports"] = [{"protocol": "TCP", "port": 9999}]
     pods = pods_for(apply_defaults(job), node=None)
-    service = build_service(apply_defaults(job))
+    service = build_service(apply_defaults(job), TENSORFLOWJOB)
     service["metadata"]["uid"] = "svc-uid"
     outcome = reconciler(kube, FakeCaches(job, pods, service, stale)).reconcile("ns/j")
     path, body = next(c.args for c in kube.patch.call_args_list if "networkpolicies" in c.args[0])

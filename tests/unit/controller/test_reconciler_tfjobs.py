@@ -32,7 +32,7 @@ def a_tfjob(**run_policy: Any) -> dict[str, Any]:
 
 
 def running(job: dict[str, Any]) -> list[dict[str, Any]]:
-    pods = build_pods(to_model(job), kind=TFJOB)
+    pods = build_pods(to_model(job), "", (), TFJOB)
     for index, pod in enumerate(pods):
         pod["metadata"]["uid"] = f"p{index}"
         pod["status"] = {"phase": "Running"}

@@ -17,7 +17,7 @@ from pytest_mock import MockerFixture
 from tests.support.jobs import make_job, pods_for
 from tfjobs import cli
 from tfjobs.client import JobFailed, JobNotFound, TfJobClient, WaitTimeout
-from tfjobs.errors import ApiError
+from tfjobs.errors import ClusterApiError
 from tfjobs.kinds import TENSORFLOWJOB
 from tfjobs.progress import progress
 
@@ -137,7 +137,7 @@ def test_a_missing_job_is_reported_as_kubectl_does(run: Run) -> None:
 
 
 def test_an_api_error_names_its_reason(run: Run) -> None:
-    run.client.list.side_effect = ApiError(403, "Forbidden", 'tensorflowjobs.kubeflow.org is forbidden: User "u"')
+    run.client.list.side_effect = ClusterApiError(403, "Forbidden", 'tensorflowjobs.kubeflow.org is forbidden: User "u"')
 
     status, _, err = run("get")
 
@@ -145,7 +145,7 @@ def test_an_api_error_names_its_reason(run: Run) -> None:
 
 
 def test_an_error_whose_text_ends_with_a_newline_is_still_one_line(run: Run) -> None:
-    run.client.list.side_effect = ApiError(502, "Bad Gateway", "upstream connect error\n")
+    run.client.list.side_effect = ClusterApiError(502, "Bad Gateway", "upstream connect error\n")
 
     status, _, err = run("get")
 
@@ -158,7 +158,7 @@ def test_an_error_while_waiting_on_a_terminal_starts_a_line_of_its_own(mocker: M
 
     def wait_for(name: str, state: str, **options: Any) -> dict[str, Any]:
         options["on_progress"](progress(job, pods_for(job), 1.0))
-        raise ApiError(403, "Forbidden", "pods is forbidden")
+        raise ClusterApiError(403, "Forbidden", "pods is forbidden")
 
     run.client.wait_for.side_effect = wait_for
 
@@ -168,7 +168,7 @@ def test_an_error_while_waiting_on_a_terminal_starts_a_line_of_its_own(mocker: M
 
 
 def test_an_unreachable_server_is_said_plainly(run: Run) -> None:
-    run.client.list.side_effect = ApiError(0, "NewConnectionError", "connection refused")
+    run.client.list.side_effect = ClusterApiError(0, "NewConnectionError", "connection refused")
 
     status, _, err = run("get")
 
@@ -279,7 +279,7 @@ def test_submit_creates_the_examples_configmap_then_its_job(submit: Submit) -> N
 
 
 def test_submitting_again_replaces_the_configmap(submit: Submit) -> None:
-    submit.kube.create.side_effect = [ApiError(409, "AlreadyExists", "exists"), {"metadata": {"name": "mnist-2"}}]
+    submit.kube.create.side_effect = [ClusterApiError(409, "AlreadyExists", "exists"), {"metadata": {"name": "mnist-2"}}]
     submit.kube.get.return_value = {"metadata": {"name": "mnist-allreduce-code", "resourceVersion": "12"}}
 
     status, out, _ = submit("-f", str(EXAMPLE), "--name", "mnist-2")
@@ -297,7 +297,7 @@ def test_submit_keeps_a_claim_that_exists(submit: Submit, tmp_path: Any) -> None
     path = tmp_path / "job.yaml"
     path.write_text("apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data}\nspec: {}\n---\n"
                     "apiVersion: kubeflow.org/v1\nkind: TensorFlowJob\nmetadata: {name: mnist}\nspec: {}\n")
-    submit.kube.create.side_effect = [ApiError(409, "AlreadyExists", "exists"), {"metadata": {"name": "mnist"}}]
+    submit.kube.create.side_effect = [ClusterApiError(409, "AlreadyExists", "exists"), {"metadata": {"name": "mnist"}}]
     submit.kube.get.return_value = {"metadata": {"name": "data", "resourceVersion": "3"}}
 
     status, out, _ = submit("-f", str(path))

@@ -16,7 +16,7 @@ import yaml
 from pytest_mock import MockerFixture
 
 from tfjobs.client import STATES, JobNotFound, TfJobClient, _verdict, event_time
-from tfjobs.errors import ApiError
+from tfjobs.errors import ClusterApiError
 from tfjobs.manifests import InputError
 from tfjobs.selectors import Conditions
 
@@ -41,7 +41,7 @@ def kube() -> MagicMock:
 
     def get(path: str, **query: Any) -> Any:
         if "/tfjobs/" in path:
-            raise ApiError(404, "NotFound", "tfjobs.kubeflow.org not found")
+            raise ClusterApiError(404, "NotFound", "tfjobs.kubeflow.org not found")
         return DEFAULT  # the return_value a test set
     mock.get.side_effect = get
     return mock
@@ -112,7 +112,7 @@ def test_create_from_yaml_needs_exactly_one_job(kube: MagicMock) -> None:
 
 
 def test_a_missing_job_is_job_not_found(kube: MagicMock) -> None:
-    kube.get.side_effect = ApiError(404, "NotFound", 'tensorflowjobs "x" not found')
+    kube.get.side_effect = ClusterApiError(404, "NotFound", 'tensorflowjobs "x" not found')
 
     with pytest.raises(JobNotFound, match='"x" not found in namespace default'):
         TfJobClient(kube).get("x")
@@ -194,7 +194,7 @@ CLAIM: dict[str, Any] = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "m
 
 def already_exists(path: str, body: dict[str, Any]) -> dict[str, Any]:
     if "/tensorflowjobs" not in path:
-        raise ApiError(409, "AlreadyExists", f'"{body["metadata"]["name"]}" already exists')
+        raise ClusterApiError(409, "AlreadyExists", f'"{body["metadata"]["name"]}" already exists')
     return body
 
 

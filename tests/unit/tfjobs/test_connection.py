@@ -14,7 +14,7 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from tfjobs.connection import Connection, Events, Lines, api_path
-from tfjobs.errors import ApiError
+from tfjobs.errors import ClusterApiError
 
 
 class Response:
@@ -67,7 +67,7 @@ def test_an_api_exception_becomes_an_api_error_with_the_status_reason_and_messag
     api_client.call_api.side_effect = ApiException(status=409, reason="Conflict")
     api_client.call_api.side_effect.body = body
 
-    with pytest.raises(ApiError) as raised:
+    with pytest.raises(ClusterApiError) as raised:
         Connection(api_client).create("/apis/kubeflow.org/v1/namespaces/ns/tensorflowjobs", {"kind": "TensorFlowJob"})
 
     assert (raised.value.status, raised.value.reason) == (409, "AlreadyExists")
@@ -79,7 +79,7 @@ def test_a_refused_connection_is_an_api_error_with_status_zero() -> None:
     api_client = MagicMock()
     api_client.call_api.side_effect = ConnectionRefusedError("refused")
 
-    with pytest.raises(ApiError) as raised:
+    with pytest.raises(ClusterApiError) as raised:
         Connection(api_client).get("/api/v1/namespaces/ns/pods/p")
 
     assert raised.value.status == 0 and raised.value.reason == "ConnectionRefusedError"
@@ -94,7 +94,7 @@ def test_a_transport_failure_the_official_client_hides_behind_an_attribute_error
     api_client = MagicMock()
     api_client.call_api.side_effect = call_api
 
-    with pytest.raises(ApiError) as raised:
+    with pytest.raises(ClusterApiError) as raised:
         Connection(api_client).pod_log("ns", "p", follow=True)
 
     assert raised.value.status == 0 and "EOF occurred" in raised.value.reason
@@ -123,7 +123,7 @@ def test_a_broken_stream_raises_an_api_error_with_status_zero() -> None:
     response = Response([b"first\n"], ends=False)
     response.shut.set()  # the read fails at once, and nobody closed the stream
 
-    with pytest.raises(ApiError) as raised:
+    with pytest.raises(ClusterApiError) as raised:
         list(Lines(response))
 
     assert raised.value.status == 0
@@ -135,7 +135,7 @@ def test_a_watch_error_event_raises_gone_for_a_relist() -> None:
                               json.dumps(expired).encode() + b"\n"]))
     seen = []
 
-    with pytest.raises(ApiError) as raised:
+    with pytest.raises(ClusterApiError) as raised:
         for event in events.events():
             seen.append(event["type"])
 

@@ -11,7 +11,7 @@ from unittest.mock import MagicMock
 import pytest
 
 from tfjobs.client import AmbiguousJob, JobNotFound, TfJobClient
-from tfjobs.errors import ApiError
+from tfjobs.errors import ClusterApiError
 from tfjobs.kinds import TENSORFLOWJOB, TFJOB, kind_named, kind_of
 from tfjobs.tables import job_rows
 
@@ -66,9 +66,9 @@ def connection(objects: dict[str, dict[str, Any]], refused: tuple[str, ...] = ()
 
     def get(path: str, **query: Any) -> dict[str, Any]:
         if any(part in path for part in refused):
-            raise ApiError(403, "Forbidden", "no")
+            raise ClusterApiError(403, "Forbidden", "no")
         if path not in objects:
-            raise ApiError(404, "NotFound", "not found")
+            raise ClusterApiError(404, "NotFound", "not found")
         return objects[path]
     mock.get.side_effect = get
     mock.list.side_effect = get
@@ -103,7 +103,7 @@ def test_a_kind_the_user_may_not_read_is_passed_over_unless_asked_for() -> None:
                                     refused=("/tfjobs",)), "ns")
 
     assert client.find("mnist")[0] is TENSORFLOWJOB
-    with pytest.raises(ApiError, match="Forbidden"):
+    with pytest.raises(ClusterApiError, match="Forbidden"):
         client.find("mnist", kind="TFJob")
 
 

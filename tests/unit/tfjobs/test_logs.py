@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from tests.support.jobs import make_job, pods_for
-from tfjobs.errors import ApiError
+from tfjobs.errors import ClusterApiError
 from tfjobs.logs import (
     LogLine,
     _Reader,
@@ -101,7 +101,7 @@ class Stream:
 
 
 class Connection:
-    """Answers `pod_log` from a script (a stream or an ApiError per call) and records the calls."""
+    """Answers `pod_log` from a script (a stream or a ClusterApiError per call) and records the calls."""
 
     def __init__(self) -> None:
         self.script: list[Any] = []
@@ -183,7 +183,7 @@ def test_a_pod_that_came_later_is_read_from_its_first_line() -> None:
 def test_a_log_not_ready_yet_is_retried() -> None:
     follower = Follower()
     reader = reader_for(follower)
-    follower.connection.script = [ApiError(400, "BadRequest", "container is waiting to start"),
+    follower.connection.script = [ClusterApiError(400, "BadRequest", "container is waiting to start"),
                             Stream([f"{T1} one"], then=lambda: reader.finish(0.0)), Stream([])]
 
     reader.start()
@@ -194,7 +194,7 @@ def test_a_log_not_ready_yet_is_retried() -> None:
 
 def test_a_gone_pod_ends_its_reader_quietly() -> None:
     follower = Follower()
-    follower.connection.script = [ApiError(404, "NotFound", "pods \"j-worker-0\" not found")]
+    follower.connection.script = [ClusterApiError(404, "NotFound", "pods \"j-worker-0\" not found")]
 
     reader_for(follower).start()
 

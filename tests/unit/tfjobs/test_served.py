@@ -19,7 +19,7 @@ from pytest_mock import MockerFixture
 
 from tfjobs import KindNotServed, cli
 from tfjobs.client import JobNotFound, TfJobClient
-from tfjobs.errors import ApiError
+from tfjobs.errors import ClusterApiError
 from tfjobs.kinds import KINDS, TENSORFLOWJOB, TFJOB, JobKind
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -32,13 +32,13 @@ ESTABLISHED = {"type": "Established", "status": "True", "reason": "InitialNamesA
 NAMES_OK = {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts", "message": "no conflicts found"}
 
 
-def answered(status: int, body: str, reason: str = "") -> ApiError:
-    """The ApiError of an answer with this status and body, read as the connection reads it."""
+def answered(status: int, body: str, reason: str = "") -> ClusterApiError:
+    """The ClusterApiError of an answer with this status and body, read as the connection reads it."""
     response = SimpleNamespace(status=status, reason=reason, data=body.encode(), getheaders=lambda: {})
-    return ApiError.from_exception(ApiException(http_resp=response))
+    return ClusterApiError.from_exception(ApiException(http_resp=response))
 
 
-def status_answer(code: int, reason: str, message: str) -> ApiError:
+def status_answer(code: int, reason: str, message: str) -> ClusterApiError:
     return answered(code, json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure",
                                       "message": message, "reason": reason, "code": code}))
 
@@ -56,7 +56,7 @@ class FakeServer:
     `404 page not found` for a kind it does not serve; `crd_refusal` answers every CRD read."""
 
     def __init__(self, served: tuple[JobKind, ...] = (), crds: tuple[dict[str, Any], ...] = (),
-                 jobs: dict[str, dict[str, Any]] | None = None, crd_refusal: ApiError | None = None) -> None:
+                 jobs: dict[str, dict[str, Any]] | None = None, crd_refusal: ClusterApiError | None = None) -> None:
         self.served = served
         self.crds = {c["metadata"]["name"]: c for c in crds}
         self.jobs = jobs or {}
@@ -107,7 +107,7 @@ class FakeServer:
 def job_of(kind: JobKind, name: str = "mnist") -> dict[str, Any]:
     spec: dict[str, Any] = ({"tfReplicaSpecs": {"Worker": {"replicas": 1, "template": {}}}} if kind is TFJOB
                             else {"worker": {"replicas": 1}})
-    return {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": {"name": name}, "spec": spec}
+    return {"apiVersion": kind.api_version, "kind": kind.name, "metadata": {"name": name}, "spec": spec}
 
 
 def not_served_error(server: FakeServer, kind: JobKind) -> KindNotServed:
@@ -130,18 +130,18 @@ def test_a_bare_404_is_a_path_nothing_serves_and_a_status_404_a_missing_object()
 # --- why a kind is not served ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.kind)
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
 def test_creating_a_kind_whose_crd_is_not_installed_says_so_and_how_to_install_it(kind: JobKind) -> None:
     server = FakeServer()
 
     error = not_served_error(server, kind)
 
-    assert error.message.startswith(f"{kind.kind} ({kind.plural}.kubeflow.org) is not served by this cluster: "
+    assert error.message.startswith(f"{kind.name} ({kind.plural}.kubeflow.org) is not served by this cluster: "
                                     f"its CustomResourceDefinition {kind.plural}.kubeflow.org is not installed; "
                                     f"install it: kubectl apply --server-side ")
     assert "\n" not in error.message and str(error) == error.message
     assert server.crd_reads() == [f"{CRDS}/{kind.plural}.kubeflow.org"]
-    assert isinstance(error, ApiError) and error.status == 404 and error.kind == kind.kind
+    assert isinstance(error, ClusterApiError) and error.status == 404 and error.kind == kind.name
 
 
 def test_a_crd_whose_names_clash_is_named_with_its_names_accepted_condition() -> None:
@@ -276,7 +276,7 @@ def submit(mocker: MockerFixture, server: FakeServer, job: dict[str, Any], tmp_p
     return status, out.getvalue(), err.getvalue()
 
 
-@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.kind)
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
 def test_submit_of_a_kind_whose_names_clash_prints_why_on_one_line(mocker: MockerFixture, tmp_path: Path,
                                                                    kind: JobKind) -> None:
     server = FakeServer(served=tuple(k for k in KINDS if k is not kind), crds=(crd(kind, NAMES_CLASH, NOT_ACCEPTED),))
@@ -284,7 +284,7 @@ def test_submit_of_a_kind_whose_names_clash_prints_why_on_one_line(mocker: Mocke
     status, out, err = submit(mocker, server, job_of(kind), tmp_path)
 
     assert status == 1 and out == ""
-    assert err.startswith(f"error: {kind.kind} ({kind.resource}) is not served by this cluster: its "
+    assert err.startswith(f"error: {kind.name} ({kind.resource}) is not served by this cluster: its "
                           f"CustomResourceDefinition {kind.resource} has NamesAccepted=False (SingularConflict: ")
     assert err.endswith("\n") and err.count("\n") == 1
     assert "404 page not found" not in err

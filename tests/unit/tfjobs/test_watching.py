@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from tests.support.polling import wait_for
-from tfjobs.errors import ApiError
-from tfjobs.kinds import TFJOB
+from tfjobs.errors import ClusterApiError
+from tfjobs.kinds import TENSORFLOWJOB, TFJOB
 from tfjobs.watching import JobWatch
 
 
@@ -66,7 +66,7 @@ def test_the_watch_starts_at_the_lists_version_and_its_events_update_the_job() -
     connection = Connection([listed(job("mnist", "5"), version="7")],
                             [Watch([{"type": "MODIFIED", "object": job("mnist", "9", "Running")}], stays_open=True)])
 
-    with JobWatch(connection, "ns", "mnist", pods=False).start() as watch:
+    with JobWatch(connection, "ns", "mnist", pods=False, kind=TENSORFLOWJOB).start() as watch:
         assert watch.wait(lambda: (watch.job() or {}).get("status", {}).get("state") == "Running", 10)
 
     assert connection.asked.get_nowait() == ("list", "/apis/kubeflow.org/v1/namespaces/ns/tensorflowjobs")
@@ -78,17 +78,17 @@ def test_a_watch_the_server_ends_is_resumed_from_the_last_version_seen() -> None
     connection = Connection([listed(job("mnist", "5"), version="7")],
                             [Watch([{"type": "MODIFIED", "object": job("mnist", "9")}, bookmark])])
 
-    with JobWatch(connection, "ns", "mnist", pods=False).start():
+    with JobWatch(connection, "ns", "mnist", pods=False, kind=TENSORFLOWJOB).start():
         asked = [connection.asked.get(timeout=10) for _ in range(3)]
 
     assert asked[1:] == [("watch", "7"), ("watch", "12")]
 
 
 def test_a_watch_too_old_for_the_server_lists_again_and_a_job_gone_meanwhile_is_deleted() -> None:
-    gone = ApiError(410, "Expired", "too old resource version")
+    gone = ClusterApiError(410, "Expired", "too old resource version")
     connection = Connection([listed(job("mnist", "5"), version="7"), listed(version="20")], [Watch([gone])])
 
-    with JobWatch(connection, "ns", "mnist", pods=False).start() as watch:
+    with JobWatch(connection, "ns", "mnist", pods=False, kind=TENSORFLOWJOB).start() as watch:
         wait_for(lambda: watch.job() is None, 10, "the relist to drop the job")
 
     asked = [connection.asked.get(timeout=10) for _ in range(4)]
@@ -98,7 +98,7 @@ def test_a_watch_too_old_for_the_server_lists_again_and_a_job_gone_meanwhile_is_
 def test_stop_ends_a_watch_that_waits_for_events() -> None:
     waiting = Watch([], stays_open=True)
     connection = Connection([listed(job("mnist", "5"), version="7")], [waiting])
-    watch = JobWatch(connection, "ns", "mnist", pods=False).start()
+    watch = JobWatch(connection, "ns", "mnist", pods=False, kind=TENSORFLOWJOB).start()
     assert connection.asked.get(timeout=10)[0] == "list" and connection.asked.get(timeout=10)[0] == "watch"
 
     watch.stop()

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from controller.job.builders import build_pod, build_pods, build_service, desired_pod_keys
+from controller.job.kinds import TENSORFLOWJOB
 from tests.support.jobs import tfjob
 from tfjob_api.defaults import apply_defaults
 
@@ -38,7 +39,7 @@ def realistic_job() -> dict[str, Any]:
 
 
 def test_service_is_headless_publishes_not_ready_and_selects_the_job() -> None:
-    service = build_service(realistic_job())
+    service = build_service(realistic_job(), TENSORFLOWJOB)
     assert service == {
         "apiVersion": "v1",
         "kind": "Service",
@@ -62,7 +63,7 @@ def test_service_is_headless_publishes_not_ready_and_selects_the_job() -> None:
 
 def test_full_pod_output_for_a_realistic_worker() -> None:
     job = realistic_job()
-    pod = build_pod(job, "worker", 3)
+    pod = build_pod(job, "worker", 3, "", None, (), TENSORFLOWJOB)
     tf_config = json.loads(pod["spec"]["containers"][1]["env"][-1]["value"])
     assert pod["metadata"] == {
         "name": "mnist-worker-3",
@@ -100,15 +101,15 @@ def test_full_pod_output_for_a_realistic_worker() -> None:
 
 def test_restart_policy_mapping_exit_code_and_never_become_never() -> None:
     job = realistic_job()
-    assert build_pod(job, "chief", 0)["spec"]["restartPolicy"] == "Never"  # ExitCode
-    assert build_pod(job, "worker", 0)["spec"]["restartPolicy"] == "Never"
-    assert build_pod(job, "ps", 0)["spec"]["restartPolicy"] == "OnFailure"  # the default
+    assert build_pod(job, "chief", 0, "", None, (), TENSORFLOWJOB)["spec"]["restartPolicy"] == "Never"  # ExitCode
+    assert build_pod(job, "worker", 0, "", None, (), TENSORFLOWJOB)["spec"]["restartPolicy"] == "Never"
+    assert build_pod(job, "ps", 0, "", None, (), TENSORFLOWJOB)["spec"]["restartPolicy"] == "OnFailure"  # the default
 
 
 def test_existing_tfjob_port_is_not_duplicated() -> None:
     job = realistic_job()
     job["spec"]["ps"]["template"]["spec"]["containers"][1]["ports"] = [{"name": "tfjob-port", "containerPort": 3000}]
-    pod = build_pod(job, "ps", 0)
+    pod = build_pod(job, "ps", 0, "", None, (), TENSORFLOWJOB)
     assert pod["spec"]["containers"][1]["ports"] == [{"name": "tfjob-port", "containerPort": 3000}]
     assert "mnist-ps-0.mnist.team-a.svc:3000" in pod["spec"]["containers"][1]["env"][-1]["value"]
 
@@ -116,19 +117,19 @@ def test_existing_tfjob_port_is_not_duplicated() -> None:
 def test_distinct_role_ports_give_one_named_service_port_each() -> None:
     job = realistic_job()
     job["spec"]["ps"]["template"]["spec"]["containers"][1]["ports"] = [{"name": "tfjob-port", "containerPort": 3000}]
-    assert [p["name"] for p in build_service(job)["spec"]["ports"]] == ["tfjob-2222", "tfjob-3000"]
+    assert [p["name"] for p in build_service(job, TENSORFLOWJOB)["spec"]["ports"]] == ["tfjob-2222", "tfjob-3000"]
 
 
 def test_builders_never_mutate_the_job() -> None:
     job = realistic_job()
     before = copy.deepcopy(job)
-    build_pods(job)
-    build_service(job)
+    build_pods(job, "", (), TENSORFLOWJOB)
+    build_service(job, TENSORFLOWJOB)
     assert job == before
 
 
 def test_one_pod_per_replica_in_role_order() -> None:
-    names = [p["metadata"]["name"] for p in build_pods(realistic_job())]
+    names = [p["metadata"]["name"] for p in build_pods(realistic_job(), "", (), TENSORFLOWJOB)]
     assert names == [
         "mnist-chief-0", "mnist-ps-0", "mnist-ps-1",
         "mnist-worker-0", "mnist-worker-1", "mnist-worker-2", "mnist-worker-3", "mnist-evaluator-0",
@@ -139,7 +140,7 @@ def test_one_pod_per_replica_in_role_order() -> None:
 def test_first_container_gets_tf_config_when_none_is_named_tensorflow() -> None:
     two_containers = {"spec": {"containers": [{"name": "main", "image": "x"}, {"name": "b", "image": "y"}]}}
     job = apply_defaults(tfjob("j", {"worker": {"template": two_containers}}))
-    pod = build_pod(job, "worker", 0)
+    pod = build_pod(job, "worker", 0, "", None, (), TENSORFLOWJOB)
     assert pod["spec"]["containers"][0]["env"][0]["name"] == "TF_CONFIG"
     assert "env" not in pod["spec"]["containers"][1]
     assert pod["metadata"]["namespace"] == "default"
@@ -147,5 +148,5 @@ def test_first_container_gets_tf_config_when_none_is_named_tensorflow() -> None:
 
 
 def test_all_pods_of_a_job_carry_the_same_cluster_hash() -> None:
-    hashes = {p["metadata"]["annotations"]["tensorflowjob.kubeflow.org/cluster-spec-hash"] for p in build_pods(realistic_job())}
+    hashes = {p["metadata"]["annotations"]["tensorflowjob.kubeflow.org/cluster-spec-hash"] for p in build_pods(realistic_job(), "", (), TENSORFLOWJOB)}
     assert len(hashes) == 1

@@ -8,7 +8,7 @@ import pytest
 
 from controller.job import gang
 from controller.job.builders import build_pods
-from controller.job.kinds import TFJOB
+from controller.job.kinds import TENSORFLOWJOB, TFJOB
 from tests.support.jobs import container, make_job, role, tfjob
 from tfjob_api.defaults import apply_defaults
 from tfjob_api.kubeflow_model import to_model
@@ -92,7 +92,7 @@ def test_a_volcano_pod_group_keeps_its_queue_when_the_job_names_none() -> None:
 
 
 def test_volcano_pods_carry_the_group_and_task_annotations_and_the_scheduler() -> None:
-    pod = build_pods(make_job(worker=1))[0]
+    pod = build_pods(make_job(worker=1), "", (), TENSORFLOWJOB)[0]
     assert gang.decorate_pod(pod, "j", "worker", VOLCANO) is None
     assert pod["spec"]["schedulerName"] == "volcano"
     assert pod["metadata"]["annotations"][gang.VOLCANO_GROUP_ANNOTATION] == "j"
@@ -100,14 +100,14 @@ def test_volcano_pods_carry_the_group_and_task_annotations_and_the_scheduler() -
 
 
 def test_scheduler_plugins_pods_carry_the_pod_group_label() -> None:
-    pod = build_pods(make_job(worker=1))[0]
+    pod = build_pods(make_job(worker=1), "", (), TENSORFLOWJOB)[0]
     gang.decorate_pod(pod, "j", "worker", gang.gang_scheduler("scheduler-plugins", "my-coscheduler"))  # type: ignore[arg-type]
     assert pod["spec"]["schedulerName"] == "my-coscheduler"
     assert pod["metadata"]["labels"][gang.SCHEDULER_PLUGINS_GROUP_LABEL] == "j"
 
 
 def test_a_template_naming_another_scheduler_keeps_it_and_says_so() -> None:
-    pod = build_pods(make_job(worker=1))[0]
+    pod = build_pods(make_job(worker=1), "", (), TENSORFLOWJOB)[0]
     pod["spec"]["schedulerName"] = "my-scheduler"
     assert gang.decorate_pod(pod, "j", "worker", PLUGINS) == "my-scheduler"
     assert pod["spec"]["schedulerName"] == "my-scheduler"

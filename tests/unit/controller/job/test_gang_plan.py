@@ -9,7 +9,7 @@ from typing import Any
 
 from controller.job import gang
 from controller.job.builders import build_service
-from controller.job.kinds import TFJOB
+from controller.job.kinds import TENSORFLOWJOB, TFJOB
 from controller.job.plan import Plan, plan_job
 from tests.support.jobs import make_job, pods_for
 from tfjob_api import conditions as cond
@@ -31,8 +31,8 @@ def existing(job: dict[str, Any], scheduler: gang.GangScheduler, phase: str = ""
 
 def plan(job: dict[str, Any], scheduler: gang.GangScheduler, group: dict[str, Any] | None,
          pods: list[dict[str, Any]] | None = None) -> Plan:
-    return plan_job(job, [] if pods is None else pods, None if pods is None else build_service(job), now=NOW,
-                    gang_view=gang.GangView(scheduler, group))
+    return plan_job(job, [] if pods is None else pods, None if pods is None else build_service(job, TENSORFLOWJOB),
+                    now=NOW, gang_view=gang.GangView(scheduler, group), kind=TENSORFLOWJOB)
 
 
 def test_a_new_job_gets_its_pod_group_and_decorated_pods_in_one_plan() -> None:
@@ -45,7 +45,7 @@ def test_a_new_job_gets_its_pod_group_and_decorated_pods_in_one_plan() -> None:
 
 
 def test_without_a_gang_scheduler_no_pod_group_is_planned_and_pods_are_plain() -> None:
-    out = plan_job(make_job(worker=2), [], None, now=NOW)
+    out = plan_job(make_job(worker=2), [], None, now=NOW, kind=TENSORFLOWJOB)
     assert out.create_pod_group is None and out.delete_pod_group is None
     assert all("schedulerName" not in p["spec"] for p in out.create_pods)
 

@@ -11,6 +11,7 @@ import pytest
 
 from controller.job import netpol
 from controller.job.builders import build_service
+from controller.job.kinds import TENSORFLOWJOB
 from controller.job.plan import plan_job
 from controller.job.validation import validate_job
 from tests.support.jobs import container, make_job, pods_for, role, tfjob
@@ -26,20 +27,20 @@ def with_policy(job: dict[str, Any], **settings: Any) -> dict[str, Any]:
 
 
 def existing(job: dict[str, Any]) -> dict[str, Any]:
-    policy = netpol.build_network_policy(job)
+    policy = netpol.build_network_policy(job, TENSORFLOWJOB)
     policy["metadata"].update(uid="np-uid", resourceVersion="5")
     return policy
 
 
 def plan(job: dict[str, Any], policy: dict[str, Any] | None, default_on: bool = False, **kwargs: Any) -> Any:
-    return plan_job(job, kwargs.pop("pods", pods_for(job)), build_service(job), now=NOW,
-                    network_policy=netpol.PolicyView(default_on, policy), **kwargs)
+    return plan_job(job, kwargs.pop("pods", pods_for(job)), build_service(job, TENSORFLOWJOB), now=NOW,
+                    network_policy=netpol.PolicyView(default_on, policy), kind=TENSORFLOWJOB, **kwargs)
 
 
 def test_a_job_that_asks_for_isolation_gets_its_policy_created() -> None:
     job = with_policy(make_job(worker=2), enabled=True)
     result = plan(job, None)
-    assert result.create_network_policy == netpol.build_network_policy(job)
+    assert result.create_network_policy == netpol.build_network_policy(job, TENSORFLOWJOB)
     assert result.create_network_policy["metadata"]["ownerReferences"][0]["uid"] == "job-uid"
 
 
@@ -131,7 +132,7 @@ def test_a_suspended_job_keeps_its_policy_and_a_finished_one_is_left_alone() -> 
 
 def test_without_a_view_the_planner_leaves_network_policies_alone() -> None:
     job = with_policy(make_job(worker=1), enabled=True)
-    assert plan_job(job, [], None, now=NOW).create_network_policy is None
+    assert plan_job(job, [], None, now=NOW, kind=TENSORFLOWJOB).create_network_policy is None
 
 
 def test_the_policy_opens_every_other_tcp_port_as_ranges_and_all_of_udp_and_sctp() -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from controller.job import podcache
 from controller.job.builders import build_pods
+from controller.job.kinds import TENSORFLOWJOB
 from tests.support.jobs import container, role, tfjob
 from tfjob_api import podstate
 from tfjob_api.defaults import apply_defaults
@@ -28,7 +29,7 @@ def a_job() -> dict[str, Any]:
 
 
 def a_cached_pod(status: dict[str, Any], deleting: bool = False) -> dict[str, Any]:
-    pod = build_pods(a_job())[1]
+    pod = build_pods(a_job(), "", (), TENSORFLOWJOB)[1]
     pod["metadata"].update(uid="pod-uid", resourceVersion="7", managedFields=[{"manager": "kubectl"}])
     if deleting:
         pod["metadata"]["deletionTimestamp"] = "2026-11-29T12:00:00Z"

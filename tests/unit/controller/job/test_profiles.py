@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from controller.job.builders import build_pods
+from controller.job.kinds import TENSORFLOWJOB
 from controller.job.profile_file import ProfileError, parse_profiles
 from controller.job.profiles import Profile, apply_profiles, matches, split_image
 from tests.support.jobs import container, role, tfjob
@@ -84,14 +85,14 @@ def job(annotations: dict[str, str] | None = None) -> dict[str, Any]:
 
 def test_only_the_tensorflow_container_gets_a_profile() -> None:
     everything = Profile(name="all", image="*", env=(("X", "1"),))
-    sidecar, tensorflow = build_pods(job(), profiles=[everything])[0]["spec"]["containers"]
+    sidecar, tensorflow = build_pods(job(), "", [everything], TENSORFLOWJOB)[0]["spec"]["containers"]
     assert "env" not in sidecar
     assert {"name": "X", "value": "1"} in tensorflow["env"]
 
 
 def test_a_job_opts_out_with_its_annotation() -> None:
     opted_out = job({"tensorflowjob.kubeflow.org/profiles": "off"})
-    tensorflow = build_pods(opted_out, profiles=[ONEDNN])[0]["spec"]["containers"][1]
+    tensorflow = build_pods(opted_out, "", [ONEDNN], TENSORFLOWJOB)[0]["spec"]["containers"][1]
     assert [e["name"] for e in tensorflow["env"]] == ["TF_CONFIG"]
 
 

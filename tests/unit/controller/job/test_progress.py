@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from controller.job.builders import build_pods
+from controller.job.kinds import TENSORFLOWJOB
 from controller.job.progress import Target, reporting_slot, target, with_progress_env
 from tests.support.jobs import pods_for, role, tfjob
 from tfheartbeat.settings import PROGRESS_PORT_ENV
@@ -37,13 +38,13 @@ def test_a_job_without_progress_has_no_reporting_pod() -> None:
 
 
 def test_only_the_reporting_pod_gets_the_progress_port_with_its_default() -> None:
-    pods = build_pods(job({}, chief=role(1), worker=role(2)))
+    pods = build_pods(job({}, chief=role(1), worker=role(2)), "", (), TENSORFLOWJOB)
     assert {p["metadata"]["name"]: progress_env(p) for p in pods} == {
         "mnist-chief-0": ["8090"], "mnist-worker-0": [], "mnist-worker-1": []}
 
 
 def test_no_pod_of_a_job_without_progress_gets_the_variable() -> None:
-    assert [progress_env(p) for p in build_pods(job())] == [[], []]
+    assert [progress_env(p) for p in build_pods(job(), "", (), TENSORFLOWJOB)] == [[], []]
 
 
 def test_the_templates_own_variable_wins() -> None:

@@ -9,6 +9,7 @@ import pytest
 
 from controller.job import stall
 from controller.job.builders import build_pods
+from controller.job.kinds import TENSORFLOWJOB
 from controller.job.validation import validate_job
 from tests.support.jobs import container, role, tfjob
 from tfjob_api.defaults import apply_defaults
@@ -30,7 +31,7 @@ def env(container: dict[str, Any]) -> dict[str, str]:
 
 
 def worker_pod(job: dict[str, Any]) -> dict[str, Any]:
-    return next(p for p in build_pods(job) if p["metadata"]["name"] == "j-worker-0")
+    return next(p for p in build_pods(job, "", (), TENSORFLOWJOB) if p["metadata"]["name"] == "j-worker-0")
 
 
 def test_an_empty_stall_rule_gets_the_file_probes_with_the_defaults() -> None:
@@ -95,7 +96,7 @@ def test_a_heartbeat_variable_in_the_template_wins() -> None:
 
 
 def test_only_the_tensorflow_container_of_the_role_with_the_rule_gets_probes() -> None:
-    pods = {p["metadata"]["name"]: p for p in build_pods(job_with({}))}
+    pods = {p["metadata"]["name"]: p for p in build_pods(job_with({}), "", (), TENSORFLOWJOB)}
     sidecar = pods["j-worker-0"]["spec"]["containers"][0]
     assert "livenessProbe" not in sidecar and "startupProbe" not in sidecar
     assert "livenessProbe" not in tf_container(pods["j-ps-0"])
@@ -109,7 +110,7 @@ def test_a_role_without_a_rule_is_built_exactly_as_before() -> None:
 def test_the_users_template_is_never_changed() -> None:
     job = job_with({})
     template = job["spec"]["worker"]["template"]
-    build_pods(job)
+    build_pods(job, "", (), TENSORFLOWJOB)
     assert "livenessProbe" not in template["spec"]["containers"][1]
 
 

@@ -13,13 +13,13 @@ def model(**replicas: dict) -> dict:
 
 
 def test_a_pod_is_owned_by_the_tfjob() -> None:
-    pod = build_pod(model(Worker=replica(2)), "worker", 1, kind=TFJOB)
+    pod = build_pod(model(Worker=replica(2)), "worker", 1, "", None, (), TFJOB)
     assert pod["metadata"]["ownerReferences"] == [{"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": "j",
                                                     "uid": "tf-uid", "controller": True, "blockOwnerDeletion": True}]
 
 
 def test_a_pod_carries_kubeflows_labels_beside_the_operators() -> None:
-    labels = build_pod(model(PS=replica(1), Worker=replica(2)), "worker", 1, kind=TFJOB)["metadata"]["labels"]
+    labels = build_pod(model(PS=replica(1), Worker=replica(2)), "worker", 1, "", None, (), TFJOB)["metadata"]["labels"]
     assert {k: v for k, v in labels.items() if k.startswith("training.kubeflow.org/")} == {
         "training.kubeflow.org/operator-name": "tfjob-operator", "training.kubeflow.org/job-name": "j",
         "training.kubeflow.org/replica-type": "worker", "training.kubeflow.org/replica-index": "1"}
@@ -27,18 +27,18 @@ def test_a_pod_carries_kubeflows_labels_beside_the_operators() -> None:
 
 
 def test_worker_zero_has_the_master_role_when_there_is_no_chief() -> None:
-    labels = build_pod(model(Worker=replica(2)), "worker", 0, kind=TFJOB)["metadata"]["labels"]
+    labels = build_pod(model(Worker=replica(2)), "worker", 0, "", None, (), TFJOB)["metadata"]["labels"]
     assert labels["training.kubeflow.org/job-role"] == "master"
 
 
 def test_the_chief_has_the_master_role_and_worker_zero_does_not() -> None:
     job = model(Chief=replica(1), Worker=replica(2))
-    assert build_pod(job, "chief", 0, kind=TFJOB)["metadata"]["labels"]["training.kubeflow.org/job-role"] == "master"
-    assert "training.kubeflow.org/job-role" not in build_pod(job, "worker", 0, kind=TFJOB)["metadata"]["labels"]
+    assert build_pod(job, "chief", 0, "", None, (), TFJOB)["metadata"]["labels"]["training.kubeflow.org/job-role"] == "master"
+    assert "training.kubeflow.org/job-role" not in build_pod(job, "worker", 0, "", None, (), TFJOB)["metadata"]["labels"]
 
 
 def test_a_master_replica_is_labelled_master_and_named_as_the_chief() -> None:
-    pod = build_pod(model(Master=replica(1), Worker=replica(1)), "chief", 0, kind=TFJOB)
+    pod = build_pod(model(Master=replica(1), Worker=replica(1)), "chief", 0, "", None, (), TFJOB)
     assert pod["metadata"]["labels"]["training.kubeflow.org/replica-type"] == "master"
     assert pod["metadata"]["name"] == "j-chief-0"
 

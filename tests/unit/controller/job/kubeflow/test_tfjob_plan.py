@@ -22,7 +22,7 @@ def model(**run_policy: Any) -> dict[str, Any]:
 
 
 def with_failed_worker(job: dict[str, Any], restarts_so_far: int) -> list[dict[str, Any]]:
-    pods = build_pods(job, kind=TFJOB)
+    pods = build_pods(job, "", (), TFJOB)
     for index, pod in enumerate(pods):
         pod["metadata"]["uid"] = f"p{index}"
         pod["status"] = {"phase": "Running"}
