@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from controller.job.gang_schedulers import GangScheduler
 from controller.job.refusals import Cause, Refusal
 from controller.outcome import Outcome, classify
 from kube import ApiError, Kube, resource_path
@@ -52,8 +53,9 @@ class Companion:
 NETWORK_POLICY = Companion("NetworkPolicy", "networking.k8s.io", "v1", "networkpolicies", "InvalidNetworkPolicy")
 
 
-def pod_group(group: str, version: str, plural: str = "podgroups") -> Companion:
-    return Companion("PodGroup", group, version, plural, "InvalidSchedulingPolicy")
+def pod_group(scheduler: GangScheduler) -> Companion:
+    """The gang scheduler's PodGroup (`--gang-scheduler`, chosen once at start)."""
+    return Companion(scheduler.kind, scheduler.group, scheduler.version, scheduler.plural, "InvalidSchedulingPolicy")
 
 
 @dataclass

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from controller.job.gang import GangScheduler, gang_scheduler
+from controller.job.gang_schedulers import GangScheduler, gang_scheduler
 from controller.job.profiles import Profile
 
 Switch = Literal["auto", "on", "off"]

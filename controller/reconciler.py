@@ -147,7 +147,7 @@ class Reconciler:
         self.clock = clock
         self._pool = ThreadPoolExecutor(max_workers=options.create_parallelism, thread_name_prefix="create")
         self.gang = options.gang
-        self.pod_group = companions.pod_group(self.gang.group, self.gang.version) if self.gang else None
+        self.pod_group = companions.pod_group(self.gang) if self.gang else None
         self.companions = CompanionWriter(kube, lambda job, group, version, plural, name:
                                           self._ours(job, plural, name, group=group, version=version))
 

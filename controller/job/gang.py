@@ -13,11 +13,11 @@ TensorFlowJob, `spec.runPolicy.schedulingPolicy` of a TFJob, one field of the jo
   first `minMember` pods in role order (chief, ps, worker, evaluator). Kubeflow orders the roles by
   their pods' PriorityClass value; with none set, as is usual, the role order is as good, and it
   needs no PriorityClass lookup;
-* Volcano (`scheduling.volcano.sh/v1beta1`): `queue` (default `default`), `priorityClassName`;
-  pods carry the annotations `scheduling.k8s.io/group-name` and `volcano.sh/task-spec` (the role; a
-  TFJob's replica type in lower case, `master` for a Master, as Kubeflow writes it);
-* scheduler-plugins (`scheduling.x-k8s.io/v1alpha1`): `scheduleTimeoutSeconds`; pods carry the
-  label `scheduling.x-k8s.io/pod-group`.
+* the fields only one scheduler's group has, how its pods join the group, and when they may be
+  created: the scheduler's (`controller.job.gang_schedulers`, one class per scheduler behind
+  `GangScheduler`; nothing here asks which scheduler it holds). A pod's task name -- Volcano's
+  `volcano.sh/task-spec` -- is its role, a TFJob's replica type in lower case (`master` for a
+  Master), as Kubeflow writes it.
 
 A pod template that names another scheduler keeps it (with a Warning event, as Kubeflow does): the
 user asked for it. Pure: the planner decides when to create, patch or delete the PodGroup.
@@ -31,48 +31,11 @@ from fractions import Fraction
 from typing import Any
 
 from controller.job.builders import owned_metadata
-from controller.job.kinds import TENSORFLOWJOB, JobKind
+from controller.job.gang_schedulers import GangScheduler, phase
+from controller.job.kinds import JobKind
 from tfconfig import ROLES, role_replicas
 from tfjob_api.names import JOB_NAME_LABEL
 from tfjob_api.quantity import QuantityError, format_quantity, parse_quantity
-
-VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
-VOLCANO_TASK_ANNOTATION = "volcano.sh/task-spec"
-SCHEDULER_PLUGINS_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
-DEFAULT_QUEUE = "default"
-
-
-@dataclass(frozen=True)
-class GangScheduler:
-    """One gang scheduler: its PodGroup API and the scheduler name the pods ask for."""
-
-    name: str  # the --gang-scheduler value
-    group: str
-    version: str
-    scheduler_name: str  # the pods' spec.schedulerName
-    plural: str = "podgroups"
-    kind: str = "PodGroup"
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}"
-
-    @property
-    def volcano(self) -> bool:
-        return self.name == "volcano"
-
-
-def gang_scheduler(name: str, scheduler_name: str = "") -> GangScheduler | None:
-    """The gang scheduler of `--gang-scheduler` (None for `none`); `scheduler_name` overrides the
-    scheduler the pods ask for (the name the scheduler's profile was deployed with)."""
-    if name == "volcano":
-        return GangScheduler("volcano", "scheduling.volcano.sh", "v1beta1", scheduler_name or "volcano")
-    if name == "scheduler-plugins":
-        return GangScheduler("scheduler-plugins", "scheduling.x-k8s.io", "v1alpha1",
-                             scheduler_name or "scheduler-plugins-scheduler")
-    if name in ("", "none"):
-        return None
-    raise ValueError(f"unknown gang scheduler {name!r}: volcano, scheduler-plugins or none")
 
 
 @dataclass(frozen=True)
@@ -128,24 +91,16 @@ def min_resources(job: Mapping[str, Any]) -> dict[str, str]:
 
 def group_spec(job: Mapping[str, Any], scheduler: GangScheduler,
                existing: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The PodGroup's spec for the job. Volcano's queue: the job's, else the existing group's (it
-    cannot move), else `default`."""
-    settings = policy(job)
+    """The PodGroup's spec for the job: the gang's size and resources, then the scheduler's own fields
+    (`existing`: the group as it is, when there is one)."""
     spec: dict[str, Any] = {"minMember": min_member(job)}
     resources = min_resources(job)
     if resources:
         spec["minResources"] = resources
-    if scheduler.volcano:
-        spec["queue"] = (settings.get("queue") or ((existing or {}).get("spec") or {}).get("queue")
-                         or DEFAULT_QUEUE)
-        if settings.get("priorityClass"):
-            spec["priorityClassName"] = settings["priorityClass"]
-    elif settings.get("scheduleTimeoutSeconds"):
-        spec["scheduleTimeoutSeconds"] = settings["scheduleTimeoutSeconds"]
-    return spec
+    return {**spec, **scheduler.spec_fields(policy(job), existing)}
 
 
-def build_pod_group(job: Mapping[str, Any], scheduler: GangScheduler, kind: JobKind = TENSORFLOWJOB) -> dict[str, Any]:
+def build_pod_group(job: Mapping[str, Any], scheduler: GangScheduler, kind: JobKind) -> dict[str, Any]:
     """The job's PodGroup: named after the job, its annotations copied (as Kubeflow does), owned by it."""
     name = job["metadata"]["name"]
     annotations = dict(job["metadata"].get("annotations") or {})
@@ -165,7 +120,7 @@ def spec_patch(existing: Mapping[str, Any], job: Mapping[str, Any], scheduler: G
     desired = group_spec(job, scheduler, existing)
     changed = {field: value for field, value in desired.items()
                if not _same(field, current.get(field), value)}
-    dropped = {field: None for field in ("minResources", "priorityClassName", "scheduleTimeoutSeconds")
+    dropped = {field: None for field in ("minResources", *scheduler.own_fields)
                if field in current and field not in desired}
     if not changed and not dropped:
         return None
@@ -185,47 +140,38 @@ def _same(field: str, current: Any, desired: Any) -> bool:
         return False
 
 
+def task_name(job: Mapping[str, Any], role: str) -> str:
+    """The name of a role's pods in the gang: the role, or a TFJob's replica type in lower case
+    (`master` for a Master), as Kubeflow's operator writes it."""
+    return str(((job.get("kubeflow") or {}).get("replicaTypes") or {}).get(role, role)).lower()
+
+
 def decorate_pod(pod: dict[str, Any], job_name: str, task: str, scheduler: GangScheduler) -> str | None:
-    """Point a new pod (built here, not shared) at the gang scheduler and its group (`task`: Volcano's
-    name for the pod's role). Returns the other scheduler its template names, when it names one (the
-    pod keeps it)."""
+    """Point a new pod (built here, not shared) at the gang scheduler and its group (`task`: the name
+    of the pod's role in the gang, `task_name`). Returns the other scheduler its template names, when
+    it names one (the pod keeps it)."""
     spec = pod["spec"]
     other = spec.get("schedulerName")
     if not other:
         spec["schedulerName"] = scheduler.scheduler_name
-    metadata = pod["metadata"]
-    if scheduler.volcano:
-        metadata["annotations"] = {**(metadata.get("annotations") or {}),
-                                   VOLCANO_GROUP_ANNOTATION: job_name, VOLCANO_TASK_ANNOTATION: task}
-    else:
-        metadata["labels"] = {**metadata["labels"], SCHEDULER_PLUGINS_GROUP_LABEL: job_name}
+    scheduler.join(pod["metadata"], job_name, task)
     return other if other and other != scheduler.scheduler_name else None
 
 
-def phase(pod_group: Mapping[str, Any] | None) -> str:
-    return str(((pod_group or {}).get("status") or {}).get("phase") or "")
-
-
 def admitted(view: GangView) -> bool:
-    """Whether the job's pods may be created. Volcano admits a PodGroup into its queue (phase
-    Inqueue, later Running) before it places pods, and places none of a group it has not admitted:
-    pods created before that would only wait, so -- as with Kubeflow's operator -- none are. The
-    coscheduler holds the pods themselves at its Permit stage, so it needs them created."""
-    if not view.scheduler.volcano:
-        return True
-    return view.existing is not None and phase(view.existing) not in ("", "Pending")
+    """Whether the job's pods may be created: when its scheduler places pods only of a group it has
+    admitted (Volcano), not before -- they would only wait -- as with Kubeflow's operator."""
+    return view.scheduler.admitted(view.existing)
 
 
 def describe(view: GangView, job_name: str) -> str:
-    """The PodGroup's state in words for the job's Pending condition: its phase, and Volcano's
-    reason when it gave one (its `Unschedulable` condition)."""
+    """The PodGroup's state in words for the job's Pending condition: its phase, and the scheduler's
+    reason when it gave one (Volcano's `Unschedulable` condition)."""
     group = view.existing
     if group is None:
         return f"PodGroup {job_name} ({view.scheduler.name}) is being created"
     text = f"PodGroup {group['metadata']['name']} ({view.scheduler.name}) is {phase(group) or 'new'}"
-    status = group.get("status") or {}
-    for condition in status.get("conditions") or []:
-        if condition.get("type") == "Unschedulable" and condition.get("status") == "True" and condition.get("message"):
-            text += f": {condition['message']}"
-            break
+    reason = view.scheduler.waiting_reason(group)
+    if reason:
+        text += f": {reason}"
     return text  # no pod counts: they change with every pod, and the condition would with them

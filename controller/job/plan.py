@@ -428,13 +428,10 @@ class _Planner(PlanDraft):
         other_schedulers: set[str] = set()
         for role, index in desired_pod_keys(self.job):
             if self.observed.by_slot.get((role, index)) or not admitted:
-                continue  # a pod (maybe terminating) still holds the name, or Volcano has not admitted the gang
+                continue  # a pod (maybe terminating) still holds the name, or the gang is not admitted yet
             pod = build_pod(self.job, role, index, self.cluster_domain, self._cluster, self.profiles, self.job_kind)
             if self.gang is not None:
-                # Volcano's task name: the role, or a TFJob's replica type in lower case (`master`), as
-                # Kubeflow's operator writes it
-                task = str(((self.job.get("kubeflow") or {}).get("replicaTypes") or {}).get(role, role)).lower()
-                other = gang.decorate_pod(pod, self.name, task, self.gang.scheduler)
+                other = gang.decorate_pod(pod, self.name, gang.task_name(self.job, role), self.gang.scheduler)
                 if other:
                     other_schedulers.add(other)
             self.out.create_pods.append(pod)
@@ -492,8 +489,8 @@ class _Planner(PlanDraft):
 
     def _gang_pending(self, problem: pending.Pending | None) -> pending.Pending | None:
         """The Pending condition with the gang's side: pods the scheduler holds get the PodGroup's
-        phase after the scheduler's reason; a gang Volcano has not admitted (so no pod exists yet)
-        is Pending itself."""
+        phase after the scheduler's reason; a gang its scheduler has not admitted (Volcano: so no pod
+        exists yet) is Pending itself."""
         assert self.gang is not None
         said = gang.describe(self.gang, self.name)
         if problem is not None:

@@ -23,7 +23,7 @@ import yaml
 
 from controller.job import gang, netpol
 from controller.job.builders import build_pods, build_service
-from controller.job.gang import gang_scheduler
+from controller.job.gang_schedulers import SCHEDULERS, gang_scheduler
 from controller.job.kinds import kind_of_document
 from controller.job.profile_file import ProfileError
 from controller.options import DEFAULTS
@@ -160,7 +160,7 @@ def _production_flags(command: argparse.ArgumentParser) -> None:
     command.add_argument("--network-policy", choices=["on", "off"], default=DEFAULTS.network_policy,
                          help="on: jobs get a NetworkPolicy unless spec.networkPolicy.enabled is false "
                          f"(default {DEFAULTS.network_policy})")
-    command.add_argument("--gang-scheduler", choices=["none", "volcano", "scheduler-plugins"],
+    command.add_argument("--gang-scheduler", choices=["none", *SCHEDULERS],
                          default=DEFAULTS.gang_scheduler,
                          help="a PodGroup per job, so all of its pods are placed together or none is: Volcano or "
                          f"the scheduler-plugins coscheduler (default {DEFAULTS.gang_scheduler})")

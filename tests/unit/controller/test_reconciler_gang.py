@@ -12,6 +12,8 @@ from pytest_mock import MockerFixture
 
 from controller.events import EventRecorder
 from controller.job import gang
+from controller.job.gang_schedulers import gang_scheduler
+from controller.job.kinds import TENSORFLOWJOB
 from controller.options import ControllerOptions
 from controller.reconciler import Reconciler, RequeueError
 from kube import ApiError
@@ -24,7 +26,7 @@ from tfjob_api.defaults import apply_defaults
 
 NOW = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC)
 GROUPS = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/ns/podgroups"
-PLUGINS = gang.gang_scheduler("scheduler-plugins")
+PLUGINS = gang_scheduler("scheduler-plugins")
 assert PLUGINS is not None
 
 
@@ -44,7 +46,7 @@ def reconciler(kube: Mock, caches: FakeCaches, scheduler: str = "scheduler-plugi
 
 
 def owned_group(job: dict[str, Any]) -> dict[str, Any]:
-    group = gang.build_pod_group(apply_defaults(job), PLUGINS)
+    group = gang.build_pod_group(apply_defaults(job), PLUGINS, TENSORFLOWJOB)
     group["metadata"].update(uid="pg-uid", resourceVersion="3")
     return group
 

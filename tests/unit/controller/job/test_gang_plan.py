@@ -9,6 +9,7 @@ from typing import Any
 
 from controller.job import gang
 from controller.job.builders import build_service
+from controller.job.gang_schedulers import SCHEDULER_PLUGINS_GROUP_LABEL, VOLCANO_TASK_ANNOTATION, gang_scheduler
 from controller.job.kinds import TENSORFLOWJOB, TFJOB
 from controller.job.plan import Plan, plan_job
 from tests.support.jobs import make_job, pods_for
@@ -16,13 +17,13 @@ from tfjob_api import conditions as cond
 from tfjob_api.kubeflow_model import to_model
 
 NOW = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC)
-VOLCANO = gang.gang_scheduler("volcano")
-PLUGINS = gang.gang_scheduler("scheduler-plugins")
+VOLCANO = gang_scheduler("volcano")
+PLUGINS = gang_scheduler("scheduler-plugins")
 assert VOLCANO is not None and PLUGINS is not None
 
 
 def existing(job: dict[str, Any], scheduler: gang.GangScheduler, phase: str = "") -> dict[str, Any]:
-    group = gang.build_pod_group(job, scheduler)
+    group = gang.build_pod_group(job, scheduler, TENSORFLOWJOB)
     group["metadata"].update(uid="pg-uid", resourceVersion="4")
     if phase:
         group["status"] = {"phase": phase}
@@ -38,10 +39,10 @@ def plan(job: dict[str, Any], scheduler: gang.GangScheduler, group: dict[str, An
 def test_a_new_job_gets_its_pod_group_and_decorated_pods_in_one_plan() -> None:
     job = make_job(worker=3)
     out = plan(job, PLUGINS, None)
-    assert out.create_pod_group == gang.build_pod_group(job, PLUGINS)
+    assert out.create_pod_group == gang.build_pod_group(job, PLUGINS, TENSORFLOWJOB)
     assert len(out.create_pods) == 3
     assert {p["spec"]["schedulerName"] for p in out.create_pods} == {"scheduler-plugins-scheduler"}
-    assert {p["metadata"]["labels"][gang.SCHEDULER_PLUGINS_GROUP_LABEL] for p in out.create_pods} == {"j"}
+    assert {p["metadata"]["labels"][SCHEDULER_PLUGINS_GROUP_LABEL] for p in out.create_pods} == {"j"}
 
 
 def test_without_a_gang_scheduler_no_pod_group_is_planned_and_pods_are_plain() -> None:
@@ -141,7 +142,7 @@ def test_a_tfjob_masters_volcano_task_is_named_as_kubeflow_names_it() -> None:
     group = existing(to_model(tfjob_doc), VOLCANO, "Inqueue")
     out = plan_job(to_model(tfjob_doc), [], None, now=NOW, gang_view=gang.GangView(VOLCANO, group), kind=TFJOB,
                    problems=[])
-    tasks = {p["metadata"]["name"]: p["metadata"]["annotations"][gang.VOLCANO_TASK_ANNOTATION] for p in out.create_pods}
+    tasks = {p["metadata"]["name"]: p["metadata"]["annotations"][VOLCANO_TASK_ANNOTATION] for p in out.create_pods}
     assert tasks == {"j-chief-0": "master", "j-worker-0": "worker"}
 
 

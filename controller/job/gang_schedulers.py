@@ -1,0 +1,147 @@
+"""The gang schedulers the operator can target, behind one interface: `GangScheduler`.
+
+`controller.job.gang` builds a job's PodGroup and points its pods at the group the same way for any
+gang scheduler; what differs between schedulers is here, one class each, and nowhere else:
+
+* `SchedulerPlugins` -- the kubernetes-sigs scheduler-plugins Coscheduling plugin
+  (`scheduling.x-k8s.io/v1alpha1`): the group's `scheduleTimeoutSeconds`; pods join with the label
+  `scheduling.x-k8s.io/pod-group`. The plugin holds the pods themselves at its Permit stage, so they
+  are created at once;
+* `Volcano` (`scheduling.volcano.sh/v1beta1`): the group's `queue` (default `default`) and
+  `priorityClassName`; pods join with the annotations `scheduling.k8s.io/group-name` and
+  `volcano.sh/task-spec` (the role). Volcano admits a group (phase Inqueue, later Running) before it
+  places any of its pods, so -- as under Kubeflow's operator -- pods are created only then; its
+  `Unschedulable` condition says why a group waits.
+
+`gang_scheduler(name)` picks the class of `--gang-scheduler` once, at start (None for `none`). Pure.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
+VOLCANO_TASK_ANNOTATION = "volcano.sh/task-spec"
+SCHEDULER_PLUGINS_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+DEFAULT_QUEUE = "default"
+
+
+def phase(pod_group: Mapping[str, Any] | None) -> str:
+    """A PodGroup's `status.phase` ("" when it has none yet)."""
+    return str(((pod_group or {}).get("status") or {}).get("phase") or "")
+
+
+@dataclass(frozen=True)
+class GangScheduler(ABC):
+    """One gang scheduler: its PodGroup API, the scheduler name the pods ask for (`scheduler_name`:
+    `--gang-scheduler-name`, else the scheduler's usual one), and what only it does."""
+
+    scheduler_name: str
+    name: ClassVar[str]  # the --gang-scheduler value
+    usual_scheduler_name: ClassVar[str]  # the name its scheduler is deployed with by default
+    group: ClassVar[str]
+    version: ClassVar[str]
+    own_fields: ClassVar[tuple[str, ...]]
+    """The PodGroup spec fields only this scheduler's group has (from the job's schedulingPolicy)."""
+    plural: ClassVar[str] = "podgroups"
+    kind: ClassVar[str] = "PodGroup"
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}"
+
+    @abstractmethod
+    def spec_fields(self, policy: Mapping[str, Any], existing: Mapping[str, Any] | None) -> dict[str, Any]:
+        """This scheduler's own fields of the job's PodGroup spec (`own_fields`), from the job's
+        `schedulingPolicy`; `existing`: the group as it is, when there is one."""
+
+    @abstractmethod
+    def join(self, metadata: dict[str, Any], group: str, task: str) -> None:
+        """Make a new pod (its metadata, built here, not shared) a member of the PodGroup `group`;
+        `task`: the name of the pod's role in the gang."""
+
+    def admitted(self, pod_group: Mapping[str, Any] | None) -> bool:
+        """Whether the job's pods may be created, its PodGroup being `pod_group` (None: not there yet)."""
+        return True
+
+    def as_admitted(self, pod_group: Mapping[str, Any]) -> dict[str, Any]:
+        """The PodGroup once the scheduler admitted it (what `render` plans the pods against)."""
+        return dict(pod_group)
+
+    def waiting_reason(self, pod_group: Mapping[str, Any]) -> str:
+        """Why the scheduler says the group waits, when it says ("" otherwise)."""
+        return ""
+
+
+@dataclass(frozen=True)
+class SchedulerPlugins(GangScheduler):
+    """scheduler-plugins' Coscheduling: the pods are created at once and held at its Permit stage."""
+
+    name: ClassVar[str] = "scheduler-plugins"
+    usual_scheduler_name: ClassVar[str] = "scheduler-plugins-scheduler"
+    group: ClassVar[str] = "scheduling.x-k8s.io"
+    version: ClassVar[str] = "v1alpha1"
+    own_fields: ClassVar[tuple[str, ...]] = ("scheduleTimeoutSeconds",)
+
+    def spec_fields(self, policy: Mapping[str, Any], existing: Mapping[str, Any] | None) -> dict[str, Any]:
+        timeout = policy.get("scheduleTimeoutSeconds")
+        return {"scheduleTimeoutSeconds": timeout} if timeout else {}
+
+    def join(self, metadata: dict[str, Any], group: str, task: str) -> None:
+        metadata["labels"] = {**metadata["labels"], SCHEDULER_PLUGINS_GROUP_LABEL: group}
+
+
+@dataclass(frozen=True)
+class Volcano(GangScheduler):
+    """Volcano: a queue per group, and pods only once the group is admitted."""
+
+    name: ClassVar[str] = "volcano"
+    usual_scheduler_name: ClassVar[str] = "volcano"
+    group: ClassVar[str] = "scheduling.volcano.sh"
+    version: ClassVar[str] = "v1beta1"
+    own_fields: ClassVar[tuple[str, ...]] = ("queue", "priorityClassName")
+
+    def spec_fields(self, policy: Mapping[str, Any], existing: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The queue: the job's, else the existing group's (it cannot move), else `default`."""
+        fields: dict[str, Any] = {
+            "queue": policy.get("queue") or ((existing or {}).get("spec") or {}).get("queue") or DEFAULT_QUEUE}
+        if policy.get("priorityClass"):
+            fields["priorityClassName"] = policy["priorityClass"]
+        return fields
+
+    def join(self, metadata: dict[str, Any], group: str, task: str) -> None:
+        metadata["annotations"] = {**(metadata.get("annotations") or {}),
+                                   VOLCANO_GROUP_ANNOTATION: group, VOLCANO_TASK_ANNOTATION: task}
+
+    def admitted(self, pod_group: Mapping[str, Any] | None) -> bool:
+        """Volcano places no pod of a group it has not admitted: pods created before would only wait."""
+        return pod_group is not None and phase(pod_group) not in ("", "Pending")
+
+    def as_admitted(self, pod_group: Mapping[str, Any]) -> dict[str, Any]:
+        return {**pod_group, "status": {**(pod_group.get("status") or {}), "phase": "Inqueue"}}
+
+    def waiting_reason(self, pod_group: Mapping[str, Any]) -> str:
+        """Its `Unschedulable` condition's message (e.g. the queue's quota)."""
+        for condition in (pod_group.get("status") or {}).get("conditions") or []:
+            if (condition.get("type") == "Unschedulable" and condition.get("status") == "True"
+                    and condition.get("message")):
+                return str(condition["message"])
+        return ""
+
+
+SCHEDULERS: dict[str, type[GangScheduler]] = {"volcano": Volcano, "scheduler-plugins": SchedulerPlugins}
+"""The `--gang-scheduler` values besides `none`, and their classes."""
+
+
+def gang_scheduler(name: str, scheduler_name: str = "") -> GangScheduler | None:
+    """The gang scheduler of `--gang-scheduler` (None for `none`); `scheduler_name` overrides the
+    scheduler the pods ask for (the name the scheduler's profile was deployed with)."""
+    if name in ("", "none"):
+        return None
+    chosen = SCHEDULERS.get(name)
+    if chosen is None:
+        raise ValueError(f"unknown gang scheduler {name!r}: volcano, scheduler-plugins or none")
+    return chosen(scheduler_name or chosen.usual_scheduler_name)
