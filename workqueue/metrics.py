@@ -31,8 +31,11 @@ from prometheus_client.registry import REGISTRY
 
 from kube.clock import Clock
 
-# client-go: prometheus.ExponentialBuckets(10e-9, 10, 10), i.e. 10 ns up to 10 s.
-DURATION_BUCKETS: tuple[float, ...] = tuple(1e-8 * 10**i for i in range(10))
+# client-go's buckets, prometheus.ExponentialBuckets(10e-9, 10, 10) (10 ns up to 10 s), and then
+# 30 s, 1, 2, 5 and 10 minutes. client-go's stop at 10 s, so a quantile never reads above 10 s: an
+# alert on keys waiting 30 s (manifests/monitoring/tfjob-operator.rules.yaml) could never fire.
+# With a bound at the threshold a quantile is above it exactly when that share of keys waited longer.
+DURATION_BUCKETS: tuple[float, ...] = (*(1e-8 * 10**i for i in range(10)), 30.0, 60.0, 120.0, 300.0, 600.0)
 
 DEPTH = "workqueue_depth"
 ADDS = "workqueue_adds_total"
