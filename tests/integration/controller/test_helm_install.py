@@ -1,18 +1,22 @@
 """`helm install` of manifests/helm/tfjob-operator on the local cluster stores the same Deployment and
-RBAC as the kustomize install (`kubectl apply -k manifests/`), and `helm upgrade` changing a flag
-rolls the Deployment.
+RBAC as the kustomize install (`kubectl apply -k manifests/`), `helm upgrade` changing a flag
+rolls the Deployment, and `helm upgrade` upgrades the CRD once the release owns it
+(crds.templated=true), which Helm never does for its crds/ folder.
 
 Both installs go into the test's namespace one after the other (their ClusterRole and binding share
 a name), the kustomize objects moved there as `kustomize edit set namespace` would. The objects are
 read back from the API server, so defaults it fills in are compared too; what only one installer
 writes (Helm's labels and annotations, server bookkeeping, a Service's cluster IP) is left out.
-Helm comes from devcluster/build-helm.sh; the pods run on KWOK's simulated nodes.
+Helm comes from devcluster/build-helm.sh; the pods run on KWOK's simulated nodes (so `helm test`,
+which needs the operator really serving, runs on a real node: tests/real/test_helm_in_cluster.py).
+The CRD is the session's: the CRD test changes it and puts it back as it was.
 """
 
 from __future__ import annotations
 
 import os
 import pathlib
+import shutil
 import subprocess
 from collections.abc import Iterator
 from typing import Any
@@ -24,12 +28,13 @@ from devcluster.cluster import Cluster
 from kube import ApiError, Kube, resource_path
 from tests.support.polling import wait_for
 
-from .conftest import ROOT
+from .conftest import ROOT, CrdScheme, crd_path
 
 pytestmark = pytest.mark.tools  # Helm is built from its Go module: `make test-tools`
 
 CHART = ROOT / "manifests" / "helm" / "tfjob-operator"
 RELEASE = "tfjob-operator"
+CRD_NAME = "tensorflowjobs.kubeflow.org"
 HELM_ONLY_LABELS = {"helm.sh/chart", "app.kubernetes.io/managed-by", "app.kubernetes.io/instance",
                     "app.kubernetes.io/version"}
 SERVER_FIELDS = {"uid", "resourceVersion", "creationTimestamp", "managedFields", "generation", "annotations"}
@@ -183,3 +188,74 @@ def test_helm_upgrade_changing_a_flag_rolls_the_deployment(helm: Helm, api: Kube
     wait_for(lambda: (api.get(path_of("Deployment", namespace, RELEASE)).get("status") or {})
              .get("observedGeneration") == after["metadata"]["generation"], 60, "the rollout to be observed")
     helm("uninstall", RELEASE, "--namespace", namespace)
+
+
+# A printer column only `kubectl get -o wide` shows: what a newer chart's CRD adds, harmless meanwhile.
+NEW_COLUMN = {"name": "Upgraded", "type": "string", "jsonPath": ".metadata.name", "priority": 1}
+
+
+def chart_with_a_newer_crd(folder: pathlib.Path) -> pathlib.Path:
+    """A copy of the chart whose CRD (crds/, linked to manifests/crd.yaml) has one more printer column."""
+    copy = folder / "manifests"
+    shutil.copytree(ROOT / "manifests", copy, symlinks=True)
+    crd = yaml.load((copy / "crd.yaml").read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    for version in crd["spec"]["versions"]:
+        version.setdefault("additionalPrinterColumns", []).append(NEW_COLUMN)
+    (copy / "crd.yaml").write_text(yaml.safe_dump(crd))
+    return copy / "helm" / "tfjob-operator"
+
+
+def columns(api: Kube) -> list[list[str]]:
+    """The printer columns of each version of the stored CRD."""
+    versions = api.get(crd_path(CRD_NAME))["spec"]["versions"]
+    return [[c["name"] for c in v.get("additionalPrinterColumns") or []] for v in versions]
+
+
+def newer(api: Kube) -> bool:
+    """Whether any version of the stored CRD has the newer chart's column."""
+    return any(NEW_COLUMN["name"] in names for names in columns(api))
+
+
+@pytest.fixture
+def crd_put_back(api: Kube, crd_scheme: CrdScheme) -> Iterator[None]:
+    """The session's TensorFlowJob CRD, as it was before the test (spec, labels and annotations)."""
+    crd_scheme.use("default")
+    before = api.get(crd_path(CRD_NAME))
+    yield
+    current = api.get(crd_path(CRD_NAME))
+    metadata = {"name": CRD_NAME, "resourceVersion": current["metadata"]["resourceVersion"],
+                **{k: before["metadata"][k] for k in ("labels", "annotations") if k in before["metadata"]}}
+    api.replace(crd_path(CRD_NAME), {"apiVersion": before["apiVersion"], "kind": before["kind"],
+                                     "metadata": metadata, "spec": before["spec"]})
+    wait_for(lambda: not newer(api), 30, "the CRD to be as before")
+
+
+@pytest.mark.usefixtures("no_cluster_role_left", "crd_put_back")
+def test_helm_upgrade_upgrades_the_crd_once_the_release_owns_it_and_uninstall_keeps_it(
+        helm: Helm, api: Kube, namespace: str, tmp_path: pathlib.Path) -> None:
+    newer_chart = chart_with_a_newer_crd(tmp_path)
+    helm("install", RELEASE, str(CHART), "--namespace", namespace)  # the CRD exists: crds/ leaves it be
+    assert not newer(api)
+
+    # Helm never upgrades crds/: a plain upgrade to the newer chart leaves the CRD as it was.
+    helm("upgrade", RELEASE, str(newer_chart), "--namespace", namespace, "--reuse-values")
+    assert not newer(api)
+
+    # The documented path: the release takes the CRD over once, and upgrades it from then on.
+    helm("upgrade", RELEASE, str(newer_chart), "--namespace", namespace, "--reuse-values",
+         "--set", "crds.templated=true", "--take-ownership")
+    assert all(names[-1] == NEW_COLUMN["name"] for names in columns(api))
+    crd = api.get(crd_path(CRD_NAME))
+    assert crd["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+    assert crd["metadata"]["annotations"]["meta.helm.sh/release-namespace"] == namespace
+    assert crd["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "Helm"
+    established = [c for c in crd["status"]["conditions"] if c["type"] == "Established"]
+    assert established and established[0]["status"] == "True"
+
+    # Back to the chart's own CRD, by a plain upgrade now that the release owns it.
+    helm("upgrade", RELEASE, str(CHART), "--namespace", namespace, "--reuse-values")
+    assert not newer(api)
+
+    # Uninstalling keeps the CRD, and with it every job.
+    helm("uninstall", RELEASE, "--namespace", namespace, "--wait")
+    assert api.get(crd_path(CRD_NAME))["metadata"]["name"] == CRD_NAME

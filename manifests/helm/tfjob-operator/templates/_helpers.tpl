@@ -30,6 +30,15 @@ app.kubernetes.io/name: {{ include "tfjob-operator.name" . }}
 {{ include "tfjob-operator.chartLabels" . }}
 {{- end -}}
 
+{{/* The operator's ServiceAccount: the chart's own (named like the other objects), or an existing one. */}}
+{{- define "tfjob-operator.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- .Values.serviceAccount.name | default (include "tfjob-operator.fullname" .) -}}
+{{- else -}}
+{{- .Values.serviceAccount.name | default "default" -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "tfjob-operator.selectorLabels" -}}
 app.kubernetes.io/name: {{ include "tfjob-operator.name" . }}
 app.kubernetes.io/component: controller
