@@ -1,14 +1,15 @@
 """The import direction of the operator's packages: every import goes down the layers, never up.
 
-    tfconfig, kube  →  api, workqueue, informers  →  controller.job  →  controller.kueue
-                                                      →  controller (the loop)  →  controller.process
-                                                  →  tfjobs (beside controller)
+    tfconfig, kube  →  tfjob_api, workqueue, informers  →  controller.job  →  controller.kueue
+                                                            →  controller (the loop)  →  controller.process
+    tfconfig  →  tfjob_api  →  tfjobs (beside controller)
 
 `tfjob_api` is the API contract (the kinds' names, labels, conditions, pod reading, the CRD schema and
 defaults): it sits directly above `tfconfig`, whose role names it uses, and below everything that
-acts on jobs. `tfjobs` (the kubectl plugin and the Python client) builds on `tfjob_api`, `kube` and
-`informers` and stands beside the operator: neither it nor any layer of `controller` imports the
-other, so a user who only wants the client never loads the controller.
+acts on jobs. `tfjobs` (the kubectl plugin and the Python client) builds on `tfjob_api` and `tfconfig`
+only (the client distribution imports none of the operator's packages) and stands beside the operator:
+neither it nor any layer of `controller` imports the other, so a user who only wants the client never
+loads the controller.
 
 A module may import its own package, anything in a lower layer, and nothing else: packages in the
 same layer stay independent of each other, and so do packages that stand beside each other.

@@ -18,8 +18,6 @@ from tfjob_api import kinds
 from tfjobs import kinds as client_kinds
 
 ROOT = Path(__file__).resolve().parents[2]
-# Functions still giving a kind a default, in modules under another restructure; removed there.
-PENDING: set[str] = set()
 
 
 @pytest.mark.parametrize("identity", kinds.KINDS, ids=lambda kind: kind.name)
@@ -57,8 +55,7 @@ def kind_defaults(source: str) -> list[str]:
 
 def test_no_function_gives_a_kind_a_default() -> None:
     sources = sorted(path for package in ("tfjob_api", "tfjobs", "controller") for path in (ROOT / package).rglob("*.py"))
-    found = [f"{path.relative_to(ROOT)}:{name}" for path in sources for name in kind_defaults(path.read_text())]
-    assert [where for where in found if where not in PENDING] == []
+    assert [f"{path.relative_to(ROOT)}:{name}" for path in sources for name in kind_defaults(path.read_text())] == []
 
 
 @pytest.mark.parametrize("signature", ["job: dict, kind: JobKind = TENSORFLOWJOB", "*, kind: JobKind = TFJOB",
