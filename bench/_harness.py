@@ -250,7 +250,8 @@ def jobs_path(namespace: str | None, name: str | None = None) -> str:
     return resource_path("kubeflow.org", "v1", "tensorflowjobs", namespace, name)
 
 
-def submit_jobs(kube: Kube, bodies: Sequence[dict[str, Any]], threads: int = 16) -> tuple[dict[str, float], list[dict]]:
+def submit_jobs(kube: Kube, bodies: Sequence[dict[str, Any]],
+                threads: int = 16) -> tuple[dict[str, float], list[dict[str, Any]]]:
     """Create the jobs with `threads` concurrent requests; (name → monotonic submit time, created objects)."""
     from concurrent.futures import ThreadPoolExecutor
 

@@ -71,7 +71,7 @@ def _index_by_node(obj: Mapping[str, Any]) -> list[str]:
 def node_is_ready(node: Mapping[str, Any]) -> bool:
     for condition in (node.get("status") or {}).get("conditions") or []:
         if condition.get("type") == "Ready":
-            return condition.get("status") == "True"
+            return bool(condition.get("status") == "True")
     return False
 
 

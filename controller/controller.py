@@ -126,6 +126,7 @@ class Controller:
             key, shutdown = self.queue.get()
             if shutdown:
                 return
+            assert key is not None  # the queue hands out None only with shutdown
             try:
                 self.process(key)
             finally:

@@ -41,6 +41,7 @@ invalid `allowFrom` peer) fails the job with `InvalidNetworkPolicy`, a PodGroup 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
@@ -100,7 +101,7 @@ class RequeueError(Exception):
         self.retry_after = retry_after
 
 
-def _count_created_as_active(plan: Plan, created: set[str]) -> None:
+def _count_created_as_active(plan: Plan, created: AbstractSet[str]) -> None:
     """Count pods the API server has accepted but the cache does not show yet as active.
 
     The planner sees only the cache, so without this a burst of creates would be reported as
@@ -219,7 +220,7 @@ class Reconciler:
             NETWORK_POLICY, Step(plan.create_network_policy, plan.patch_network_policy, plan.delete_network_policy),
             job, foreign_policy, outcome, refusals)
         problems += policy_problems
-        if gang_view is not None:
+        if gang_view is not None and self.pod_group is not None:  # both exactly when self.gang is set
             group_problems, hold_for_group = self.companions.carry_out(
                 self.pod_group, Step(plan.create_pod_group, plan.patch_pod_group, plan.delete_pod_group),
                 job, foreign_group, outcome, refusals)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import datetime
+import functools
 import os
 import shutil
 import subprocess
@@ -469,7 +470,7 @@ class Cluster:
         port = self.state.ports.get(component)
         if component == "etcd":
             try:
-                return etcd_call(self.etcd_url, "/health", timeout=5.0).get("health") == "true"
+                return bool(etcd_call(self.etcd_url, "/health", timeout=5.0).get("health") == "true")
             except (OSError, RuntimeError, ValueError):
                 return False
         if component == "kube-apiserver":
@@ -501,7 +502,7 @@ class Cluster:
     def wait_ready(self, timeout: float = 90.0) -> None:
         """Wait until every component is healthy and every node of up() is Ready and untainted
         (e.g. after restarting a component); raise ClusterError naming what is not."""
-        self._wait({component: (lambda c=component: self._healthy(c)) for component in self.components
+        self._wait({component: functools.partial(self._healthy, component) for component in self.components
                     if component != "kwok"}, timeout)
         self._wait_usable(timeout)
 
@@ -512,7 +513,7 @@ class Cluster:
             "kwok": self._nodes_usable,
             "kube-apiserver": self._default_service_account,
             **({"pod-logs": lambda: self._healthy("pod-logs")} if "pod-logs" in self.components else {}),
-            **{c: (lambda c=c: self._healthy(c)) for c in node_components(self.state.real_nodes)},
+            **{c: functools.partial(self._healthy, c) for c in node_components(self.state.real_nodes)},
         }, timeout, nodes_msg=True)
 
     # ------------------------------------------------------------------ real nodes
@@ -532,7 +533,7 @@ class Cluster:
             self.start_component(node.kubelet_component, wait=False)
         self.start_component("coredns", wait=False)
         # kube-proxy and kube-router read their node's addresses from its Node object at start.
-        self._wait({node.kubelet_component: (lambda name=node.name: self._node_registered(name)) for node in nodes},
+        self._wait({node.kubelet_component: functools.partial(self._node_registered, node.name) for node in nodes},
                    max(deadline - time.monotonic(), 1))
         for component in ("kube-proxy", "kube-router"):
             self.start_component(component, wait=False)

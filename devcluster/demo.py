@@ -273,7 +273,7 @@ Stop the cluster:
             raise DemoError(f"the operator exited with status {self.operator.returncode}:\n{self.operator_tail()}")
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}/readyz", timeout=2) as answer:
-                return answer.status == 200
+                return bool(answer.status == 200)
         except OSError:
             return False
 

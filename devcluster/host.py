@@ -22,7 +22,7 @@ def advertise_address() -> str:
     try:
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
             s.connect(("192.0.2.1", 9))  # UDP connect sends nothing; it only picks the route
-            ip = s.getsockname()[0]
+            ip = str(s.getsockname()[0])
         if ip and not ip.startswith("127.") and ip != "0.0.0.0":
             return ip
     except OSError:

@@ -185,7 +185,7 @@ def write_layer(rootfs: Path, layout: Path) -> tuple[dict[str, Any], str]:
     assert tar.stdout is not None
     with partial.open("wb") as out:
         hashing = _HashingWriter(out)
-        with gzip.GzipFile(filename="", mode="wb", fileobj=hashing, compresslevel=6, mtime=0) as gz:  # type: ignore[arg-type]
+        with gzip.GzipFile(filename="", mode="wb", fileobj=hashing, compresslevel=6, mtime=0) as gz:
             while chunk := tar.stdout.read(1 << 20):
                 raw.update(chunk)
                 gz.write(chunk)

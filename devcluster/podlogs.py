@@ -122,7 +122,8 @@ def annotation_lines(pod: dict[str, Any]) -> list[str]:
 def _env(container: dict[str, Any], name: str) -> str | None:
     for variable in container.get("env") or []:
         if variable.get("name") == name:
-            return variable.get("value")
+            value = variable.get("value")
+            return None if value is None else str(value)
     return None
 
 

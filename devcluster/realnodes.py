@@ -32,6 +32,7 @@ from . import hostnet
 from .components import SERVICE_CIDR
 from .pki import sign_client, sign_serving, write_kubeconfig
 from .realnode_config import (
+    BRIDGE,
     REAL_NODE_LABEL,
     RUNTIME_DIR,
     RealNode,
@@ -131,7 +132,7 @@ def claim(layout: Layout, runtime_dir: Path = RUNTIME_DIR) -> None:
         if running is not None and running.resolve() != layout.dir.resolve():
             raise RealNodeError(
                 f"the cluster in {running} has real nodes on this machine, and only one cluster at a time can "
-                f"(they share the bridge {hostnet.BRIDGE}, its addresses and containerd's socket): stop it "
+                f"(they share the bridge {BRIDGE}, its addresses and containerd's socket): stop it "
                 f"first with `tfjob-devcluster down --dir {running}`, or start this one without real nodes")
         (runtime_dir / OWNER_FILE).write_text(json.dumps({"cluster": str(layout.dir)}))
 

@@ -57,7 +57,8 @@ def parse_documents(text: str, source: str) -> list[Any]:
 def describe(doc: Any, position: int) -> str:
     """A short name for a document in messages: `TensorFlowJob team-a/mnist` or `document 2`."""
     if isinstance(doc, dict):
-        meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+        metadata = doc.get("metadata")
+        meta = metadata if isinstance(metadata, dict) else {}
         name = meta.get("name")
         if name:
             namespace = meta.get("namespace")

@@ -22,13 +22,15 @@ anything else the API refuses is a `tfjobs.ClusterApiError`. `kubectl tfjob` is 
 
 from __future__ import annotations
 
+import builtins
 import copy
+import functools
 import math
 import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping
 from typing import Any, NoReturn
 
 from tfconfig import ROLES
@@ -300,8 +302,8 @@ class TfJobClient:
                 item.setdefault("kind", candidate.name)
                 items.append(item)
         if len(refused) == len(KINDS):  # a refusal first, else why the first kind is not served
-            refused_kind, error = next(((k, e) for k, e in refused if not e.no_such_path), refused[0])
-            self._raise(error, refused_kind)
+            refused_kind, refusal = next(((k, e) for k, e in refused if not e.no_such_path), refused[0])
+            self._raise(refusal, refused_kind)
         return sorted(items, key=lambda j: (j["metadata"].get("namespace", ""), j["metadata"]["name"], j["kind"]))
 
     def training(self, name: str, *, namespace: str | None = None, kind: KindName = None) -> Training | None:
@@ -315,14 +317,14 @@ class TfJobClient:
         return job_state(found.view(job))
 
     def pods(self, name: str, *, namespace: str | None = None, role: str | None = None,
-             index: int | None = None) -> list[dict[str, Any]]:
+             index: int | None = None) -> builtins.list[dict[str, Any]]:
         """The job's pods (optionally of one role / index), by name."""
         answer = self.connection.list(api_path("", "v1", "pods", self._ns(namespace)),
                                 label_selector=pod_selector(name, role, index))
         return sorted(answer.get("items") or [], key=lambda p: p["metadata"]["name"])
 
     def events(self, name: str, *, namespace: str | None = None, pods: Iterable[Mapping[str, Any]] | None = None,
-               kind: KindName = None) -> list[dict[str, Any]]:
+               kind: KindName = None) -> builtins.list[dict[str, Any]]:
         """Events of the job and of its pods (`pods`, else the current ones), oldest first."""
         ns = self._ns(namespace)
         job_kind = _kind(kind) or self.find(name, namespace=ns)[0]
@@ -392,14 +394,14 @@ class TfJobClient:
                 pause = None if limit is None else max(limit - waited, 0.0)
                 if on_progress is not None:
                     pause = progress_interval if pause is None else min(pause, progress_interval)
-                watch.wait(lambda v=version: watch.version != v, pause)
+                watch.wait(functools.partial(_changed_since, watch, version), pause)
 
     # --- logs -----------------------------------------------------------------------------------
 
     def logs(self, name: str, *, follow: bool = False, role: str | None = None, index: int | None = None,
              container: str | None = None, all_containers: bool = False, since: float | str | None = None,
              tail: int | None = None, on_error: ErrorSink | None = None, timeout: float | str | None = None,
-             namespace: str | None = None, kind: KindName = None) -> Iterator[LogLine]:
+             namespace: str | None = None, kind: KindName = None) -> Generator[LogLine, None, None]:
         """The lines of the job's pods (the TensorFlow container unless `container` / `all_containers`),
         each with its slot as `prefix` (`worker-1`).
 
@@ -468,6 +470,11 @@ class TfJobClient:
                 if watch.wait(lambda: watch.job() is None, limit) is None:
                     raise WaitTimeout(f'timed out after {limit:g}s waiting for {job_kind.name.lower()} "{name}" '
                                       "to be deleted", watch.job())
+
+
+def _changed_since(watch: JobWatch, version: int) -> bool:
+    """Whether the watched job changed since `version` (`JobWatch.version`)."""
+    return watch.version != version
 
 
 def _kind(kind: KindName) -> JobKind | None:

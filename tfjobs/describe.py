@@ -116,7 +116,8 @@ def describe(job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], events: 
     pod_list = list(pods)
     by_slot = pods_by_slot(pod_list)
     expect_pods = state not in FINISHED_STATES and state != conditions.SUSPENDED and not spec.get("suspend")
-    rows, problems = [], []
+    rows: list[list[Any]] = []
+    problems: list[str] = []
     slots = sorted({*((role, i) for role, count in desired.items() for i in range(count)), *by_slot},
                    key=lambda s: (list(desired).index(s[0]) if s[0] in desired else 99, s[1]))
     for slot in slots:

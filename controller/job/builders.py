@@ -38,7 +38,7 @@ POD_RESTART_POLICY = {"OnFailure": "OnFailure", "Always": "Always", "Never": "Ne
 
 
 def owned_metadata(job: Mapping[str, Any], name: str, labels: dict[str, str], annotations: dict[str, str],
-                   kind: JobKind) -> dict:
+                   kind: JobKind) -> dict[str, Any]:
     metadata: dict[str, Any] = {
         "name": name,
         "namespace": job["metadata"].get("namespace") or "default",

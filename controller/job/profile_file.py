@@ -76,8 +76,10 @@ def _message(error: jsonschema.ValidationError) -> str:
     if error.validator == "anyOf":
         return "needs env or args (a profile that adds nothing is a mistake)"
     if error.validator == "additionalProperties":
-        allowed = sorted(error.schema.get("properties") or {})
-        unknown = ", ".join(sorted(set(error.instance) - set(allowed)))
+        schema = error.schema if isinstance(error.schema, Mapping) else {}
+        allowed = sorted(schema.get("properties") or {})
+        instance = error.instance if isinstance(error.instance, Mapping) else {}
+        unknown = ", ".join(sorted(set(instance) - set(allowed)))
         return f"unknown field {unknown}; allowed: {', '.join(allowed)}"
     if "propertyNames" in error.schema_path:
         return f"{error.instance!r} is not a valid environment variable name"

@@ -21,9 +21,9 @@ import copy
 import functools
 import ipaddress
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import jsonschema
 
@@ -86,8 +86,10 @@ def _check_identity(job: Mapping[str, Any]) -> list[Problem]:
 
 # ---- schema -------------------------------------------------------------------------------------
 
-# JSON Schema (draft 6+) counts 1.0 as an integer; Kubernetes does not.
-_KubernetesValidator = jsonschema.validators.extend(
+# JSON Schema (draft 6+) counts 1.0 as an integer; Kubernetes does not. (`extend` is untyped upstream:
+# it returns a validator class.)
+_extend = cast(Callable[..., type[jsonschema.protocols.Validator]], jsonschema.validators.extend)
+_KubernetesValidator = _extend(
     jsonschema.Draft7Validator,
     type_checker=jsonschema.Draft7Validator.TYPE_CHECKER.redefine(
         "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool)
@@ -151,13 +153,14 @@ def _problem_from_schema_error(error: jsonschema.ValidationError) -> Problem:
         field = missing.group(1) if missing else "?"
         return Problem(_join(path, field), "required field is missing")
     if keyword == "additionalProperties":
-        allowed = sorted((error.schema.get("properties") or {}).keys())
+        schema = error.schema if isinstance(error.schema, Mapping) else {}
+        allowed = sorted((schema.get("properties") or {}).keys())
         unknown = sorted(set(value) - set(allowed)) if isinstance(value, Mapping) else []
         shown = ", ".join(allowed[:12]) + (", ..." if len(allowed) > 12 else "")
         return Problem(_join(path, ",".join(unknown)), f"unknown field; allowed here: {shown}")
     if keyword == "enum":
-        allowed = ", ".join(repr(v) for v in error.validator_value)
-        return Problem(path, f"{value!r} is not allowed; must be one of {allowed}")
+        choices = error.validator_value if isinstance(error.validator_value, list) else []
+        return Problem(path, f"{value!r} is not allowed; must be one of {', '.join(repr(v) for v in choices)}")
     if keyword == "type":
         expected = error.validator_value
         expected_text = " or ".join(expected) if isinstance(expected, list) else expected

@@ -457,7 +457,8 @@ def finish_status(workload: Mapping[str, Any], succeeded: bool, message: str, no
 # --------------------------------------------------------------------------- starting the job
 
 
-def flavors_for_roles(workload: Mapping[str, Any], flavors: Mapping[str, Mapping[str, Any]]) -> dict[str, list[dict]]:
+def flavors_for_roles(workload: Mapping[str, Any],
+                      flavors: Mapping[str, Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     """Map each admitted podSet (role) to its ResourceFlavor objects, given the flavors by name
     (`flavors` must hold every name in admission(workload).flavor_names; KeyError otherwise)."""
     return {role: [dict(flavors[name]) for name in names]
