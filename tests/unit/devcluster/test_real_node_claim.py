@@ -21,8 +21,10 @@ def running_cluster(tmp_path: Path) -> Iterator[Path]:
     """A cluster folder whose state names a live "containerd" of its real nodes."""
     folder = tmp_path / "first"
     folder.mkdir()
-    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)",
-                                f"--config={folder}/real-nodes/real-node-0/containerd.toml"])
+    process = subprocess.Popen([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)",
+                                f"--config={folder}/real-nodes/real-node-0/containerd.toml"],
+                               stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None and process.stdout.readline() == "up\n"  # exec'd: its command line is its own
     ClusterState("bin", "127.0.0.1", "etcd", {}, pids={"containerd-0": process.pid}, real_nodes=1).save(
         Layout(folder).state_file)
     try:
