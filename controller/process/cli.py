@@ -1,14 +1,15 @@
 """The `tfjob-operator` command: `run` the controller, `render` what it would create, `validate` jobs,
 `convert` Kubeflow TFJobs to TensorFlowJobs.
 
-`render` and `validate` are offline and share the controller's own builders and validation, so
-their output is exactly what the running controller would do with the same job -- with `render
---profiles FILE --network-policy on`, also under the operator's start-up profiles and network
-policy default (docs/production.md). `render` and `validate` take Kubeflow TFJobs too (by their kind),
-and `convert` prints a TFJob as the equivalent TensorFlowJob with notes on what does not carry over
-(docs/kubeflow.md). The other objects of a file (a ConfigMap with the training program, ...:
-`tfjob_api.documents.is_companion`) are noted on stderr and not checked; `convert` copies them unchanged, in
-the file's order, so its output can be applied (docs/operations.md).
+`render` and `validate` are offline and share the controller's own planner and validation
+(`controller.job.preview`), so their output is exactly what the running controller would do with the
+same job -- with `render --profiles FILE --network-policy on --gang-scheduler ...`, also under the
+operator's start-up profiles, network policy default and gang scheduler (docs/production.md).
+`render` and `validate` take Kubeflow TFJobs too (by their kind), and `convert` prints a TFJob as the
+equivalent TensorFlowJob with notes on what does not carry over (docs/kubeflow.md). The other
+objects of a file (a ConfigMap with the training program, ...: `tfjob_api.documents.is_companion`)
+are noted on stderr and not checked; `convert` copies them unchanged, in the file's order, so its
+output can be applied (docs/operations.md).
 """
 
 from __future__ import annotations
@@ -17,19 +18,18 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 import yaml
 
-from controller.job import gang, netpol
-from controller.job.builders import build_pods, build_service
 from controller.job.gang_schedulers import SCHEDULERS, gang_scheduler
 from controller.job.kinds import kind_of_document
+from controller.job.preview import Settings, preview
 from controller.job.profile_file import ProfileError
 from controller.options import DEFAULTS
 from controller.process.profiles import load_profiles
 from tfjob_api.documents import InputError, describe, is_companion, load_documents
-from tfjob_api.names import REPLICA_TYPE_LABEL
 
 
 class Checked(NamedTuple):
@@ -87,24 +87,12 @@ def _render(args: argparse.Namespace) -> int:
     checked = _check_file(args.filename, NOT_CHECKED)
     if checked is None or any(item.problems for item in checked):
         return 1
-    objects: list[dict[str, Any]] = []
-    for item in checked:
-        if item.companion:
-            continue
-        kind = kind_of_document(item.doc)
-        job = kind.model(item.doc)
-        if kind.network_policy and netpol.wanted(job, args.network_policy == "on"):
-            objects.append(netpol.build_network_policy(job, kind))
-        scheduler = gang_scheduler(args.gang_scheduler, args.gang_scheduler_name)
-        if scheduler is not None:
-            objects.append(gang.build_pod_group(job, scheduler, kind))
-        objects.append(build_service(job, kind))
-        pods = build_pods(job, args.cluster_domain, profiles, kind)
-        if scheduler is not None:
-            for pod in pods:
-                gang.decorate_pod(pod, job["metadata"]["name"], pod["metadata"]["labels"][REPLICA_TYPE_LABEL],
-                                  scheduler)
-        objects.extend(pods)
+    settings = Settings(network_policy_default=args.network_policy == "on",
+                        scheduler=gang_scheduler(args.gang_scheduler, args.gang_scheduler_name),
+                        cluster_domain=args.cluster_domain, profiles=profiles)
+    objects = _planned(checked, settings)
+    if objects is None:
+        return 1
     if args.output == "json":
         print(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}, indent=2))
     else:
@@ -112,14 +100,53 @@ def _render(args: argparse.Namespace) -> int:
     return 0
 
 
+def _planned(checked: list[Checked], settings: Settings) -> list[dict[str, Any]] | None:
+    """What the operator's planner creates for the (valid) jobs of a file under `settings`; None
+    (after one line per job) when it would fail a job at once instead. A suspended job is shown as it
+    is once resumed (noted on stderr)."""
+    objects: list[dict[str, Any]] = []
+    failed = False
+    now = datetime.now(UTC)
+    for item in checked:
+        if item.companion:
+            continue
+        created = _preview(item, settings, now)
+        if created is None:
+            failed = True
+            continue
+        if kind_of_document(item.doc).model(item.doc)["spec"].get("suspend"):
+            print(f"note: {item.label}: suspended; the operator creates these objects once it is resumed",
+                  file=sys.stderr)
+        objects.extend(created)
+    return None if failed else objects
+
+
+def _preview(item: Checked, settings: Settings, now: datetime) -> list[dict[str, Any]] | None:
+    """The objects the operator creates for one valid job; None (after saying why) when its planner
+    would fail the job at once."""
+    result = preview(item.doc, kind_of_document(item.doc), settings, now)
+    if result.failure is not None:
+        print(f"error: {item.label}: the operator would fail it: {result.failure}", file=sys.stderr)
+        return None
+    return result.objects
+
+
 def _validate(args: argparse.Namespace) -> int:
+    """Each job's problems, and -- for a job without any -- whether the operator's planner, run as
+    for `render`, would still fail it at once."""
     checked = _check_file(args.filename, NOT_CHECKED)
     if checked is None:
         return 1
+    now = datetime.now(UTC)
+    invalid = any(item.problems for item in checked)
     for item in checked:
-        if not item.companion and not item.problems:
+        if item.companion or item.problems:
+            continue
+        if _preview(item, Settings(), now) is None:
+            invalid = True
+        else:
             print(f"{item.label}: valid")
-    return 1 if any(item.problems for item in checked) else 0
+    return 1 if invalid else 0
 
 
 def _convert(args: argparse.Namespace) -> int:
@@ -213,7 +240,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     run.set_defaults(func=_run)
 
-    render = commands.add_parser("render", help="print the Service and Pods the controller would create")
+    render_help = ("print what the controller creates for a job (NetworkPolicy, PodGroup, Service, Pods), planned "
+                   "by its own planner; a suspended job as it is once resumed, and under --gang-scheduler volcano "
+                   "the pods it creates once Volcano admits the job's PodGroup")
+    render = commands.add_parser("render", help=render_help, description=render_help)
     render.add_argument("-f", "--filename", required=True, help="job file (YAML or JSON; '-' for stdin)")
     render.add_argument("-o", "--output", choices=["yaml", "json"], default="yaml")
     render.add_argument("--cluster-domain", default=DEFAULTS.cluster_domain)

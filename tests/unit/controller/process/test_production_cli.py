@@ -121,3 +121,38 @@ def test_render_with_a_gang_scheduler_shows_the_pod_group_and_the_pods_pointed_a
     pods = [i for i in items if i["kind"] == "Pod"]
     assert {p["spec"]["schedulerName"] for p in pods} == {"volcano"}
     assert {p["metadata"]["annotations"]["volcano.sh/task-spec"] for p in pods} == {"worker"}
+
+
+MASTER_TFJOB = """
+apiVersion: kubeflow.org/v1
+kind: TFJob
+metadata: {name: m, namespace: team-a}
+spec:
+  tfReplicaSpecs:
+    Master:
+      template: {spec: {containers: [{name: tensorflow, image: "tensorflow/tensorflow:2.17.0"}]}}
+    Worker:
+      replicas: 2
+      template: {spec: {containers: [{name: tensorflow, image: "tensorflow/tensorflow:2.17.0"}]}}
+"""
+
+
+def test_render_names_a_tfjob_masters_volcano_task_master_as_the_operator_does(
+        tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "tfjob.yaml"
+    path.write_text(MASTER_TFJOB)
+    pods = [i for i in rendered(capsys, "-f", str(path), "--gang-scheduler", "volcano") if i["kind"] == "Pod"]
+    assert {p["metadata"]["name"]: p["metadata"]["annotations"]["volcano.sh/task-spec"] for p in pods} == {
+        "m-chief-0": "master", "m-worker-0": "worker", "m-worker-1": "worker"}
+
+
+def test_render_shows_a_suspended_job_as_resumed_and_says_so(tmp_path: pathlib.Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    job = yaml.safe_load(JOB)
+    job["spec"]["suspend"] = True
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(job))
+    assert main(["render", "-f", str(path), "-o", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert [i["kind"] for i in json.loads(out)["items"]] == ["Service", "Pod", "Pod"]
+    assert "suspended; the operator creates these objects once it is resumed" in err
