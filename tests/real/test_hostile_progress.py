@@ -121,7 +121,7 @@ def submit_all(kubectl: Kubectl, jobs: list[tuple[str, str]]) -> None:
 def states(kubectl: Kubectl) -> dict[str, str]:
     """Every job's state, in one call."""
     return {job["metadata"]["name"]: (job.get("status") or {}).get("state", "")
-            for job in kubectl.json("get", "tensorflowjob")["items"]}
+            for job in kubectl.json("tensorflowjob")["items"]}
 
 
 def update_times(kubectl: Kubectl, name: str, seconds: float) -> list[str]:
