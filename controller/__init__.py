@@ -7,7 +7,8 @@ root; the README's map stops at the packages):
 
 * `job/` -- the rules of a job as pure functions on plain dicts: `plan.plan_job` (the lifecycle:
   observed state in, a plan out), `draft` (the plan and the edits every rule shares, failing a job
-  among them), `refusals` (what the API server's refusals mean for a job), `builders` (pods and the
+  among them), `children` (what a plan says of each owned type, and a declared type's plan rule),
+  `refusals` (what the API server's refusals mean for a job), `builders` (pods and the
   Service), `preview` (what `tfjob-operator render` shows, asked of the planner), `validation` (the
   CRD's schema plus what it cannot say), `podcache` (what the pod cache keeps of a pod, which updates
   matter), `mergepatch`; and the production features of docs/production.md: `stall` (a role's stall
@@ -27,9 +28,11 @@ root; the README's map stops at the packages):
   configuration, built once from the flags, with production's defaults), `caches.JobCaches` (the
   read side: informers and the lookups made in their caches), `handlers.JobEventHandlers` (an
   event becomes a job key on the queue: owner mapping, pod batching, echo dropping),
-  `reconciler.Reconciler` (carries out one job's plan -- deletes, creates, status, events, TTL
-  deletion -- reading through the read side), `companions`
-  (writes the objects a job's pods wait for: its NetworkPolicy and PodGroup), `outcome` (what one
+  `owned` (one declaration per object type a job owns besides pods and its Service, which the
+  caches, handlers and reconciler iterate over), `reconciler.Reconciler` (observes, plans and
+  carries out one job's plan -- deletes, creates, status, events, TTL deletion -- reading through
+  the read side), `observation` (what one reconcile observed, and its act phase's running state),
+  `companions` (writes owned objects: its NetworkPolicy, PodGroup, any declared type), `outcome` (what one
   reconcile did, and how the API server's refusals are classified), `controller.Controller` (the
   loop that assembles them: queue, worker threads, start and stop), `memory.JobMemory` (the one owner
   of what is remembered per job between reconciles, with one `forget(key)`: the `expectations` --

@@ -21,9 +21,11 @@ What is watched, and why:
 * Pods and Services carrying the job-name label. Pods are cached as the pod cache keeps them
   (`controller.job.podcache`) and indexed by node; jobs and Services share their repeated strings
   (thousands of them repeat the same labels).
+* Each owned type `controller.owned` declares, carrying the job-name label (`get_owned` reads them
+  by kind): the two below, and any other declared type, from the start unless it is lazy.
 * NetworkPolicies carrying the job-name label: from the start with `--network-policy=on` (so one
   deleted or edited by hand is put back at once); with `off`, only from the first job that asks
-  for a policy (`network_policy_cache`), so an operator whose jobs ask for none needs no grant on
+  for a policy (`owned_cache`), so an operator whose jobs ask for none needs no grant on
   NetworkPolicies at all. Once watched, they stay watched.
 * The gang scheduler's PodGroups carrying the job-name label, only with `--gang-scheduler` (with
   `none`, no PodGroup is ever read or written).
@@ -38,15 +40,17 @@ controller's handlers wire them) and count in `synced()` as soon as they exist.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import structlog
 
 from controller.job import podcache
 from controller.job.kinds import TENSORFLOWJOB, TFJOB, JobKind, parse_key
+from controller.job.netpol import KIND as NETWORK_POLICY_KIND
 from controller.kueue import protocol as kueue
 from controller.options import ControllerOptions
+from controller.owned import OwnedType, declarations
 from informers.factory import InformerFactory
 from informers.informer import SharedInformer
 from informers.store import CONTROLLER_UID_INDEX, Store, default_indexers, slim_and_share
@@ -59,8 +63,6 @@ log = structlog.get_logger(__name__)
 
 NODE_INDEX = "node"
 TFJOB_INFORMER = "tfjobs"
-NETWORK_POLICY_INFORMER = "networkpolicies"
-POD_GROUP_INFORMER = "podgroups"
 
 
 def _index_by_node(obj: Mapping[str, Any]) -> list[str]:
@@ -104,7 +106,7 @@ class JobCaches:
     project's TFJob CRD), so it raises ApiError when the server cannot be reached."""
 
     def __init__(self, kube: Kube, options: ControllerOptions, *, clock: Clock = REAL_CLOCK,
-                 on_relist: Callable[[str], None] | None = None) -> None:
+                 on_relist: Callable[[str], None] | None = None, owned: Sequence[OwnedType] | None = None) -> None:
         self.serve_unmanaged_tfjobs = options.serve_unmanaged_tfjobs
         self.factory = InformerFactory(kube, namespaces=list(options.namespaces), on_relist=on_relist, clock=clock)
         self.on_informer: Callable[[str, SharedInformer], None] | None = None
@@ -120,13 +122,10 @@ class JobCaches:
         self.pods = build("pods", "", "v1", "pods", label_selector=JOB_NAME_LABEL,
                           store=Store({**default_indexers(), NODE_INDEX: _index_by_node}, transform=podcache.project))
         self.services = build("services", "", "v1", "services", label_selector=JOB_NAME_LABEL, store=_shared_store())
-        self.network_policies: SharedInformer | None = None
-        if options.network_policy_default:
-            self.network_policies = self._build_network_policies()
         self.nodes = build("nodes", "", "v1", "nodes", namespaced=False) if options.watch_nodes else None
-        gang = options.gang
-        self.pod_groups = (build(POD_GROUP_INFORMER, gang.group, gang.version, gang.plural,
-                                 label_selector=JOB_NAME_LABEL, store=_shared_store()) if gang else None)
+        self.owned = tuple(owned) if owned is not None else declarations(options)
+        self._owned: dict[str, SharedInformer | None] = {
+            declared.kind: None if declared.lazy else self._build_owned(declared) for declared in self.owned}
         self.tfjobs: SharedInformer | None = None
         self._informers: dict[JobKind, SharedInformer | None] = {TENSORFLOWJOB: self.jobs, TFJOB: None}
         self.follows_tfjob_crd = options.serve_tfjobs is None
@@ -182,26 +181,40 @@ class JobCaches:
                      else "no longer serving TFJobs: this project's TFJob CRD is not served")
         return changed
 
-    def network_policy_cache(self, wanted: bool) -> bool:
-        """Whether the NetworkPolicy cache can answer for a job (its informer runs and has listed);
-        when `wanted` (the job asks for a policy) and NetworkPolicies are not watched yet, start
-        watching them. Not wanted and not watched: False, and nothing is started."""
-        informer = self.network_policies
+    def owned_cache(self, kind: str, wanted: bool) -> bool:
+        """Whether the cache of the owned type `kind` can answer for a job (its informer runs and
+        has listed); when `wanted` (the job asks for such an object) and a lazy type is not watched
+        yet, start watching it. Not wanted and not watched: False, and nothing is started."""
+        informer = self._owned.get(kind)
         if informer is None:
             if not wanted:
                 return False
             with self._lock:
                 if self._stopping.is_set():
                     return False
-                if self.network_policies is None:
-                    self.network_policies = self._build_network_policies()
-                    self._announce(NETWORK_POLICY_INFORMER, self.network_policies)
-                informer = self.network_policies
+                informer = self._owned.get(kind)
+                if informer is None:
+                    declared = next(d for d in self.owned if d.kind == kind)
+                    informer = self._owned[kind] = self._build_owned(declared)
+                    self._announce(declared.informer, informer)
         return informer.has_synced()
 
-    def _build_network_policies(self) -> SharedInformer:
-        return self.factory.for_resource(NETWORK_POLICY_INFORMER, "networking.k8s.io", "v1", "networkpolicies",
-                                         label_selector=JOB_NAME_LABEL)
+    def network_policy_cache(self, wanted: bool) -> bool:
+        """`owned_cache` of the NetworkPolicies (watched once the first job asks for a policy)."""
+        return self.owned_cache(NETWORK_POLICY_KIND, wanted)
+
+    def owned_informer(self, kind: str) -> SharedInformer | None:
+        """The informer of the owned type `kind` (None: not watched, or not yet)."""
+        return self._owned.get(kind)
+
+    @property
+    def network_policies(self) -> SharedInformer | None:
+        return self._owned.get(NETWORK_POLICY_KIND)
+
+    def _build_owned(self, declared: OwnedType) -> SharedInformer:
+        what = declared.companion
+        return self.factory.for_resource(declared.informer, what.group, what.version, what.plural,
+                                         label_selector=JOB_NAME_LABEL, store=_shared_store())
 
     def _announce(self, name: str, informer: SharedInformer) -> None:
         """Hand a late informer to `on_informer` (its handlers replay what it has cached so far)."""
@@ -250,12 +263,9 @@ class JobCaches:
     def get_service(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.services.get(f"{namespace}/{name}")
 
-    def get_network_policy(self, namespace: str, name: str) -> Mapping[str, Any] | None:
-        informer = self.network_policies
-        return informer.get(f"{namespace}/{name}") if informer is not None else None
-
-    def get_pod_group(self, namespace: str, name: str) -> Mapping[str, Any] | None:
-        informer = self.pod_groups
+    def get_owned(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """The cached object of the owned type `kind` (`controller.owned`) and that name."""
+        informer = self._owned.get(kind)
         return informer.get(f"{namespace}/{name}") if informer is not None else None
 
     def node_ready(self, name: str) -> bool | None:

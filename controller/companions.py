@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from controller.job.children import Step
 from controller.job.gang_schedulers import GangScheduler
 from controller.job.refusals import Cause, Refusal
 from controller.outcome import Outcome, classify
@@ -56,15 +57,6 @@ NETWORK_POLICY = Companion("NetworkPolicy", "networking.k8s.io", "v1", "networkp
 def pod_group(scheduler: GangScheduler) -> Companion:
     """The gang scheduler's PodGroup (`--gang-scheduler`, chosen once at start)."""
     return Companion(scheduler.kind, scheduler.group, scheduler.version, scheduler.plural, "InvalidSchedulingPolicy")
-
-
-@dataclass
-class Step:
-    """What the plan says to do with one companion (at most one of the three)."""
-
-    create: dict[str, Any] | None = None
-    patch: tuple[Mapping[str, Any], dict[str, Any]] | None = None  # (the object, the merge patch)
-    delete: Mapping[str, Any] | None = None
 
 
 class CompanionWriter:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 
 import structlog
 
@@ -34,6 +35,7 @@ from controller.kueue.gate import KueueGate
 from controller.memory import JobMemory
 from controller.metrics import ControllerMetrics
 from controller.options import DEFAULTS, ControllerOptions
+from controller.owned import OwnedType, declarations
 from controller.progress.book import ProgressBook
 from controller.progress.poller import MAX_ANSWER_BYTES, READ_DEADLINE, ProgressPoller
 from controller.reconciler import Reconciler, RequeueError
@@ -48,7 +50,8 @@ log = structlog.get_logger(__name__)
 class Controller:
     """One controller: its caches, memory, queue, handlers and reconciler, and the workers that run
     them. With `auto` options it asks the API server which APIs are served, so building one raises
-    ApiError when the server cannot be reached."""
+    ApiError when the server cannot be reached. `owned` are the object types its jobs own besides
+    pods and Services (`controller.owned`; by default those `options` call for)."""
 
     def __init__(
         self,
@@ -58,20 +61,22 @@ class Controller:
         metrics: ControllerMetrics | None = None,
         recorder: EventRecorder | None = None,
         clock: Clock = REAL_CLOCK,
+        owned: Sequence[OwnedType] | None = None,
     ) -> None:
         self.options = options
+        owned = tuple(owned) if owned is not None else declarations(options)
         self.metrics = metrics
         self.memory = JobMemory(clock, ProgressBook(clock, metrics))
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(
             default_controller_rate_limiter(clock=clock), name="tensorflowjobs", clock=clock,
             metrics_provider=PrometheusMetricsProvider(registry=metrics.registry) if metrics else None)
         on_relist = (lambda name: metrics.informer_relists.labels(name.split("[")[0]).inc()) if metrics else None
-        self.caches = JobCaches(kube, options, clock=clock, on_relist=on_relist)
+        self.caches = JobCaches(kube, options, clock=clock, on_relist=on_relist, owned=owned)
         gate = (KueueGate(kube, self.caches.workload_of, self.caches.flavor, clock)
                 if self.caches.workloads is not None else None)
         self.reconciler = Reconciler(kube, self.caches, options, memory=self.memory, recorder=recorder,
                                      metrics=metrics, clock=clock, kueue_gate=gate,
-                                     policy_cache=self.caches.network_policy_cache)
+                                     owned_cache=self.caches.owned_cache, owned=owned)
         self.handlers = JobEventHandlers(self.caches, self.queue, self.memory, options.pod_batch_period)
         self.handlers.wire()
         # Reads the progress of jobs with spec.progress through the API server's pod proxy (none: idle).

@@ -3,11 +3,11 @@
 Nothing else happens here -- no API call, no planning -- so an informer's thread is never held up.
 The rules of the routing, as client-go's sample-controller and Job controller have them:
 
-* A child (Pod, Service, NetworkPolicy, PodGroup, Kueue Workload) maps to its controlling job by the owner
-  reference's kind *and* UID (`owner_key`), so a leftover pod of a deleted job with the same name
-  never wakes the new one, and one reconciler serves TensorFlowJobs and TFJobs alike: a TFJob's key
-  names its kind (`TFJob:namespace/name`, `controller.job.kinds`). TFJobs another controller runs
-  (`runPolicy.managedBy`) are never queued.
+* A child (Pod, Service, Kueue Workload, each owned type `controller.owned` declares) maps to its
+  controlling job by the owner reference's kind *and* UID (`owner_key`), so a leftover pod of a
+  deleted job with the same name never wakes the new one, and one reconciler serves TensorFlowJobs
+  and TFJobs alike: a TFJob's key names its kind (`TFJob:namespace/name`, `controller.job.kinds`).
+  TFJobs another controller runs (`runPolicy.managedBy`) are never queued.
 * Pod additions and routine pod updates are batched per job for the options' `pod_batch_period`
   (client-go's Job controller does the same): the delaying queue keeps one entry per key, so every
   event of the job within the period folds into one reconcile. A job's Service or NetworkPolicy
@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from controller.caches import NETWORK_POLICY_INFORMER, TFJOB_INFORMER, JobCaches, node_is_ready
+from controller.caches import TFJOB_INFORMER, JobCaches, node_is_ready
 from controller.job import podcache
 from controller.job.kinds import TFJOB, kind_of_owner
 from controller.memory import JobMemory
@@ -48,7 +48,8 @@ class JobEventHandlers:
 
     def wire(self) -> None:
         """Register the handlers on every informer the caches run, and on those they start later
-        (`JobCaches.on_informer`: TFJobs when their CRD appears, NetworkPolicies when first asked for)."""
+        (`JobCaches.on_informer`: TFJobs when their CRD appears, NetworkPolicies when first asked for).
+        Every owned type declared in `controller.owned` gets the child handlers."""
         caches = self.caches
         caches.jobs.add_event_handler(on_add=self.job_added, on_update=self.job_updated, on_delete=self.job_deleted)
         caches.pods.add_event_handler(on_add=self.pod_added, on_update=self.pod_updated,
@@ -57,13 +58,12 @@ class JobEventHandlers:
                                           on_delete=self.child_deleted)
         if caches.tfjobs is not None:
             self.wire_informer(TFJOB_INFORMER, caches.tfjobs)
-        if caches.network_policies is not None:
-            self.wire_informer(NETWORK_POLICY_INFORMER, caches.network_policies)
+        for declared in caches.owned:  # controller.owned: the NetworkPolicy, the PodGroup, ...
+            informer = caches.owned_informer(declared.kind)
+            if informer is not None:
+                self.wire_informer(declared.informer, informer)
         if caches.nodes is not None:
             caches.nodes.add_event_handler(on_update=self.node_updated, on_delete=self.node_gone)
-        if caches.pod_groups is not None:
-            caches.pod_groups.add_event_handler(on_add=self.child_created, on_update=self.child_updated,
-                                                on_delete=self.child_deleted)
         if caches.workloads is not None:
             caches.workloads.add_event_handler(on_add=self.child_added, on_update=self.child_updated,
                                                on_delete=self.child_deleted)
@@ -74,7 +74,7 @@ class JobEventHandlers:
         if name == TFJOB_INFORMER:
             informer.add_event_handler(on_add=self.tfjob_added, on_update=self.tfjob_updated,
                                        on_delete=self.tfjob_deleted)
-        elif name == NETWORK_POLICY_INFORMER:
+        elif name in {declared.informer for declared in self.caches.owned}:
             informer.add_event_handler(on_add=self.child_created, on_update=self.child_updated,
                                        on_delete=self.child_deleted)
         else:
@@ -147,7 +147,7 @@ class JobEventHandlers:
             self._enqueue_batched(key)
 
     def child_created(self, obj: Mapping[str, Any]) -> None:
-        """A job's Service or NetworkPolicy arriving is routine (almost always the one its reconcile
+        """A job's Service or other owned object arriving is routine (almost always the one its reconcile
         just created): it joins the pods' batch instead of costing a reconcile of its own."""
         key = self.owner_key(obj)
         if key is not None:

@@ -1,11 +1,16 @@
 """Carry out one job's plan against the API server: the only place the controller writes.
 
-`Reconciler.reconcile(key)` reads the job, its pods, Service and NetworkPolicy from the read side
-it is given (`Caches`: the informer caches, `controller.caches.JobCaches`, never the API server), asks
-`controller.job.plan.plan_job` what to do, and does it:
+`Reconciler.reconcile(key)` is three phases. Observe: read the job, its pods, its Service and
+its object of each owned type (`controller.owned`: the NetworkPolicy, the PodGroup, ...) from the
+read side it is given (`Caches`: the informer caches, `controller.caches.JobCaches`, never the API
+server) into one `controller.observation.Observation`. Plan: ask the pure
+`controller.job.plan.plan_job` what to do. Act: carry the plan out, step by step in `ACT_ORDER`,
+which is where every ordering rule below lives:
 
+* the status first when the failure count changed (count failures before deleting the failed pods);
 * deletes first (UID preconditions, so a recreated pod of the same name is never hit; 404 and a
   UID mismatch both mean "already gone"), with expectations raised before the call;
+* then each owned object, in its declared order (below);
 * then the Service (alongside the first pod batch) and pod creates in parallel, in slow-start
   batches (8, 16, 32, ...), so a systematic error (quota, invalid template) costs a few calls, not
   hundreds. client-go's controllers start at 1; a TF job usually has a handful of pods, and creating
@@ -30,8 +35,9 @@ refusal is reported and retried with back-off. What is to be retried, and transi
 Both kinds go through the same steps: the key says which (`controller.job.kinds`); a TFJob is
 planned as its job model and its status is stored as Kubeflow writes it.
 
-The job's NetworkPolicy and its gang scheduler's PodGroup (docs/production.md), when it wants them,
-are written before its pods (`controller.companions`) and fail closed: while one cannot be created (a
+The job's owned objects -- its NetworkPolicy and its gang scheduler's PodGroup (docs/production.md),
+when it wants them, and any other declared type -- are written before its pods
+(`controller.companions`), and those the pods wait for fail closed: while one cannot be created (a
 name conflict, a refusal), no pod is created, so a job that asked for isolation never runs without
 it, and no pod reaches a gang scheduler before its group. A policy the API server rejects (an
 invalid `allowFrom` peer) fails the job with `InvalidNetworkPolicy`, a PodGroup it rejects with
@@ -40,38 +46,38 @@ invalid `allowFrom` peer) fails the job with `InvalidNetworkPolicy`, a PodGroup 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from collections.abc import Set as AbstractSet
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 import structlog
 
-from controller import companions
-from controller.companions import NETWORK_POLICY, CompanionWriter, Step
+from controller.companions import CompanionWriter
 from controller.events import EventRecorder
-from controller.job import netpol
+from controller.job.children import DeclaredChild, Step
 from controller.job.draft import Event, Plan, PodDeletion
 from controller.job.gang import GangView
 from controller.job.kinds import JobKind, parse_key
 from controller.job.mergepatch import merge_patch
-from controller.job.netpol import PolicyView, policy_name
-from controller.job.plan import plan_job
+from controller.job.netpol import KIND as NETWORK_POLICY_KIND
+from controller.job.netpol import PolicyView
+from controller.job.plan import PlanInputs, plan_job
 from controller.job.progress import target as progress_target
 from controller.job.refusals import Cause, Refusal, fold_refusals
 from controller.kueue import protocol as kueue
 from controller.kueue.gate import KueueGate
 from controller.memory import JobMemory
 from controller.metrics import ControllerMetrics
+from controller.observation import Acting, Observation, ObservedChild
 from controller.options import DEFAULTS, ControllerOptions
 from controller.outcome import Outcome, classify, owned_by
+from controller.owned import OwnedType, declarations
 from kube import ApiError, Kube, resource_path
 from kube.clock import REAL_CLOCK, Clock
 from kube.retry import retry_transient
 from tfjob_api import conditions as cond
 from tfjob_api import podstate
 from tfjob_api.bounds import fit, without_progress
-from tfjob_api.names import REPLICA_TYPE_LABEL
 from tfjob_api.timeutil import format_time
 
 log = structlog.get_logger(__name__)
@@ -83,8 +89,7 @@ class Caches(Protocol):
     def get_job(self, key: str) -> Mapping[str, Any] | None: ...
     def pods_of(self, job_uid: str) -> list[Mapping[str, Any]]: ...
     def get_service(self, namespace: str, name: str) -> Mapping[str, Any] | None: ...
-    def get_network_policy(self, namespace: str, name: str) -> Mapping[str, Any] | None: ...
-    def get_pod_group(self, namespace: str, name: str) -> Mapping[str, Any] | None: ...
+    def get_owned(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None: ...
     def node_ready(self, name: str) -> bool | None: ...
 
 
@@ -101,20 +106,6 @@ class RequeueError(Exception):
         self.retry_after = retry_after
 
 
-def _count_created_as_active(plan: Plan, created: AbstractSet[str]) -> None:
-    """Count pods the API server has accepted but the cache does not show yet as active.
-
-    The planner sees only the cache, so without this a burst of creates would be reported as
-    active 0, then 1, 2, ... as the ADDED events arrive: one status write per event instead of one.
-    (The planner lists every slot without a pod in `create_pods`, created or not.)"""
-    statuses = plan.status.get("replicaStatuses") or {}
-    for pod in plan.create_pods:
-        meta = pod["metadata"]
-        entry = statuses.get(meta["labels"].get(REPLICA_TYPE_LABEL))
-        if meta["name"] in created and entry is not None:
-            entry["active"] = entry.get("active", 0) + 1
-
-
 class Reconciler:
     def __init__(
         self,
@@ -127,14 +118,17 @@ class Reconciler:
         metrics: ControllerMetrics | None = None,
         clock: Clock = REAL_CLOCK,
         kueue_gate: KueueGate | None = None,
-        policy_cache: Callable[[bool], bool] | None = None,
+        owned_cache: Callable[[str, bool], bool] | None = None,
+        owned: Sequence[OwnedType] | None = None,
     ) -> None:
         """`caches` is the read side (`controller.caches.JobCaches` in the controller); `options`
         give the cluster domain, the NetworkPolicy default, the start-up profiles for new pods and
-        the size of the create pool. `policy_cache(wanted)` says whether the NetworkPolicy cache can
-        answer for a job, and starts it when the job wants a policy (`JobCaches.network_policy_cache`);
-        None: it always can (a cache that watches NetworkPolicies from the start)."""
-        self.policy_cache = policy_cache
+        the size of the create pool. `owned` are the owned types (`controller.owned`; by default
+        those of `options`). `owned_cache(kind, wanted)` says whether the cache of a lazy owned type
+        (the NetworkPolicy's) can answer for a job, and starts it when the job wants such an object
+        (`JobCaches.owned_cache`); None: it always can (a cache that watches them from the start)."""
+        self.owned_cache = owned_cache
+        self.owned = tuple(owned) if owned is not None else declarations(options)
         self.kube = kube
         self.kueue_gate = kueue_gate
         self.network_policy_default = options.network_policy_default
@@ -148,27 +142,33 @@ class Reconciler:
         self.clock = clock
         self._pool = ThreadPoolExecutor(max_workers=options.create_parallelism, thread_name_prefix="create")
         self.gang = options.gang
-        self.pod_group = companions.pod_group(self.gang) if self.gang else None
         self.companions = CompanionWriter(kube, lambda job, group, version, plural, name:
                                           self._ours(job, plural, name, group=group, version=version))
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
-    # ---- one reconcile ---------------------------------------------------------------------------
+    # ---- one reconcile: observe, plan, act ----------------------------------------------------------
 
     def reconcile(self, key: str) -> Outcome:
+        seen = self._observe(key)
+        if seen is None:
+            return Outcome()
+        return self._act(seen, self._plan(seen))
+
+    def _observe(self, key: str) -> Observation | None:
+        """The job and its children from the caches (None: nothing to do for the key)."""
         kind, _ = parse_key(key)
         cached = self.caches.get_job(key)
         if cached is None:
             self.memory.forget(key)
-            return Outcome()
+            return None
         # `stored` is the job as the API server has it; `job` is its model, what the planner reads
         # (for a TensorFlowJob, itself with its defaults; for a TFJob, its translation).
         stored = self.memory.freshest(key, cached)
         job = kind.model(stored)
         if job["metadata"].get("deletionTimestamp"):
-            return Outcome()  # garbage collection removes the children
+            return None  # garbage collection removes the children
         namespace, name, uid = job["metadata"]["namespace"], job["metadata"]["name"], job["metadata"]["uid"]
         # Expectations are read before the cache (as client-go does): an ADDED event landing in
         # between then shows in the cache rather than vanishing from both.
@@ -177,94 +177,170 @@ class Reconciler:
         service = self.caches.get_service(namespace, name)
         # A same-named Service that is not ours is never created over and never deleted.
         foreign_service = service is not None and not owned_by(service, uid)
-        policy_view, foreign_policy = (self._policy_view(namespace, name, uid)
-                                       if kind.network_policy and self._policies_known(key, job) else (None, False))
-        gang_view, foreign_group = self._gang_view(namespace, name, uid) if self.gang else (None, False)
-        # Plan from the status the last pass left unwritten, if any; write (below) against `job`,
-        # which holds what the server has.
+        owned = self._observe_owned(key, kind, job)
+        # Plan from the status the last pass left unwritten, if any; write against `job`, which
+        # holds what the server has.
         deferred = self.memory.take_deferred(key, job)
         planned = job if deferred is None else {**job, "status": deferred}
         decision = None
         if self.kueue_gate is not None and kind.kueue_gate and kueue.is_queued(planned):
             decision = self.kueue_gate.before_plan(planned)
-        plan = plan_job(
-            decision.job if decision else planned, pods, None if foreign_service else service,
-            now=self.clock.wall(), node_ready=self.caches.node_ready,
-            pending_deletes=self.expectations.pending_deletions(key), cluster_domain=self.cluster_domain,
-            gate=decision.gate if decision else None, network_policy=policy_view, profiles=self.profiles,
-            validate=lambda model: self.memory.validated(key, *kind.validation(stored, model)), kind=kind,
-            gang_view=gang_view,
-        )
+        return Observation(key, kind, cached["metadata"].get("resourceVersion"), stored, job, planned,
+                           pending_creates, pods, None if foreign_service else service, foreign_service,
+                           owned, decision)
+
+    def _observe_owned(self, key: str, kind: JobKind, job: Mapping[str, Any]) -> dict[str, ObservedChild]:
+        """Each owned type's object of the job, for the types this pass manages."""
+        meta = job["metadata"]
+        found: dict[str, ObservedChild] = {}
+        for declared in self.owned:
+            if not declared.for_kind(kind) or not self._cache_answers(key, job, declared):
+                continue
+            cached = self.caches.get_owned(declared.kind, meta["namespace"], declared.object_name(meta["name"]))
+            foreign = cached is not None and not owned_by(cached, meta["uid"])
+            found[declared.kind] = ObservedChild(None if foreign else cached, foreign)
+        return found
+
+    def _cache_answers(self, key: str, job: Mapping[str, Any], declared: OwnedType) -> bool:
+        """Whether this pass manages the job's object of a lazy type. Not while its cache is not
+        there: a job that wants none has nothing to manage then (no informer is started for it, so
+        an operator whose jobs ask for no NetworkPolicy needs no grant on them), and a job that
+        wants one is retried once the cache has filled -- before anything else, so no pod runs
+        without, say, the isolation the job asked for."""
+        if not declared.lazy or self.owned_cache is None:
+            return True
+        wanted = declared.wanted(job)
+        if self.owned_cache(declared.kind, wanted):
+            return True
+        if wanted:
+            raise RequeueError(f"{key}: waiting for the {declared.kind} cache before creating the job's objects")
+        return False
+
+    def _plan(self, seen: Observation) -> Plan:
+        """What to do, from the observation alone (plus the progress the poller read)."""
+        key, kind, stored, job = seen.key, seen.kind, seen.stored, seen.job
+        decision = seen.decision
+        policy = seen.owned.get(NETWORK_POLICY_KIND)
+        group = seen.owned.get(self.gang.kind) if self.gang is not None else None
+        plan = plan_job(PlanInputs(
+            decision.job if decision else seen.planned, seen.pods, seen.service, now=self.clock.wall(),
+            node_ready=self.caches.node_ready, pending_deletes=self.expectations.pending_deletions(key),
+            cluster_domain=self.cluster_domain, gate=decision.gate if decision else None,
+            network_policy=PolicyView(self.network_policy_default, policy.existing) if policy else None,
+            profiles=self.profiles, kind=kind,
+            validate=lambda model: self.memory.validated(key, *kind.validation(stored, model)),
+            gang_view=GangView(self.gang, group.existing) if self.gang is not None and group else None,
+            children={d.kind: DeclaredChild(seen.owned[d.kind].existing, d.rule)
+                      for d in self.owned if d.rule is not None and d.kind in seen.owned}))
         # Training progress (spec.progress): read by the poller, merged here into what is written anyway.
         plan.status = self.memory.progress.follow(
-            key, job, progress_target({**job, "status": plan.status}, pods), plan.status)
+            key, job, progress_target({**job, "status": plan.status}, seen.pods), plan.status)
         ignored = kind.ignored_fields(stored, gang_scheduling=self.gang is not None)
-        if ignored and cond.find((planned.get("status") or {}).get("conditions") or [], cond.CREATED) is None:
+        if ignored and cond.find((seen.planned.get("status") or {}).get("conditions") or [], cond.CREATED) is None:
             plan.events += [Event("Warning", "IgnoredField", note) for note in ignored]
-        outcome = Outcome(requeue_after=plan.requeue_after)
-        cache_version = cached["metadata"].get("resourceVersion")
-        if plan.status.get("retriedFailures") != (job.get("status") or {}).get("retriedFailures"):
-            # Count failures before deleting the failed pods: a crash in between must not lose one
-            # (the status names the pods it counted, so none is counted twice either).
-            updated = self._write_status(key, kind, job, stored, plan.status, cache_version)
-            if updated is not None:
-                stored = updated
-                job = {**job, "metadata": updated["metadata"],
-                       "status": kind.model_status(updated.get("status") or {})}
-                outcome.status_written = True
-        problems = self._delete_pods(key, plan.delete_pods, outcome)
+        return plan
+
+    def _act(self, seen: Observation, plan: Plan) -> Outcome:
+        """Carry the plan out, one step after the other in `ACT_ORDER`; every ordering rule of the
+        writes is that order."""
+        acting = Acting(seen, plan, seen.job, seen.stored, Outcome(requeue_after=plan.requeue_after))
+        for step in ACT_ORDER:
+            step(self, acting)
+        if acting.problems:
+            acting.outcome.errors = acting.problems
+            raise RequeueError("; ".join(acting.problems), acting.outcome.retry_after)
+        return acting.outcome
+
+    # ---- the act phase's steps, in `ACT_ORDER` ------------------------------------------------------
+
+    def _count_failures_first(self, acting: Acting) -> None:
+        """Write the status first when the failure count changed: a crash between deleting the
+        failed pods and counting them must not lose one (the status names the pods it counted, so
+        none is counted twice either)."""
+        seen, plan = acting.seen, acting.plan
+        if plan.status.get("retriedFailures") == (acting.job.get("status") or {}).get("retriedFailures"):
+            return
+        updated = self._write_status(seen.key, seen.kind, acting.job, acting.stored, plan.status, seen.cache_version)
+        if updated is not None:
+            acting.stored = updated
+            acting.job = {**acting.job, "metadata": updated["metadata"],
+                          "status": seen.kind.model_status(updated.get("status") or {})}
+            acting.outcome.status_written = True
+
+    def _delete_children(self, acting: Acting) -> None:
+        """Deletes before creates (UID preconditions, expectations raised before the call)."""
+        plan = acting.plan
+        acting.problems += self._delete_pods(acting.seen.key, plan.delete_pods, acting.outcome)
         if plan.delete_service is not None:
-            problems += self._delete_service(plan.delete_service, outcome)
-        refusals: list[Refusal] = []  # what the API server would not take, in the order it said so
-        policy_problems, hold_pods = self.companions.carry_out(
-            NETWORK_POLICY, Step(plan.create_network_policy, plan.patch_network_policy, plan.delete_network_policy),
-            job, foreign_policy, outcome, refusals)
-        problems += policy_problems
-        if gang_view is not None and self.pod_group is not None:  # both exactly when self.gang is set
-            group_problems, hold_for_group = self.companions.carry_out(
-                self.pod_group, Step(plan.create_pod_group, plan.patch_pod_group, plan.delete_pod_group),
-                job, foreign_group, outcome, refusals)
-            problems += group_problems
-            hold_pods = hold_pods or hold_for_group
-        if hold_pods:  # fail closed: no pod runs without its isolation, nor reaches a gang scheduler alone
-            plan.create_pods = []
-            if not (planned.get("status") or {}).get("startTime"):
-                plan.status.pop("startTime", None)
-        if foreign_service:
+            acting.problems += self._delete_service(plan.delete_service, acting.outcome)
+
+    def _write_owned(self, acting: Acting) -> None:
+        """The owned objects, each type in its declared order, before the pods: while one the pods
+        wait for cannot be created, no pod is (fail closed)."""
+        for declared in self.owned:
+            observed = acting.seen.owned.get(declared.kind)
+            if observed is None:
+                continue
+            problems, missing = self.companions.carry_out(
+                declared.companion, acting.plan.children.get(declared.kind, Step()), acting.job,
+                observed.foreign, acting.outcome, acting.refusals)
+            acting.problems += problems
+            acting.hold_pods = acting.hold_pods or (missing and declared.holds_pods)
+        if acting.hold_pods:
+            acting.plan.create_pods = []
+            if not (acting.seen.planned.get("status") or {}).get("startTime"):
+                acting.plan.status.pop("startTime", None)
+
+    def _create_service_and_pods(self, acting: Acting) -> None:
+        """The Service alongside the first pod batch rather than before it (one round trip less per
+        new job); never over a foreign Service of the same name."""
+        seen, plan = acting.seen, acting.plan
+        if seen.foreign_service:
             if plan.create_service is not None:
-                refusals.append(Refusal("Service", name, Cause.NAME_TAKEN))
+                acting.refusals.append(Refusal("Service", seen.name, Cause.NAME_TAKEN))
             plan.create_service = None
-        service_created = None
-        if plan.create_service is not None:  # (None when a foreign Service holds the name)
-            # Alongside the first pod batch rather than before it: one round trip less per new job.
-            service_created = self._pool.submit(self._create_service, job, plan.create_service, outcome)
+        if plan.create_service is not None:
+            acting.service_created = self._pool.submit(self._create_service, acting.job, plan.create_service,
+                                                       acting.outcome)
         if plan.create_pods:
-            problems += self._create_pods(key, plan, job, outcome, pending_creates, refusals)
-            _count_created_as_active(plan, pending_creates | set(outcome.created))
-        if service_created is not None:
-            problems += self._service_problems(name, service_created.result(), refusals)
-        if refusals:  # the pure core says what they mean for the job; carry out what that adds
-            folded = fold_refusals(plan, job, refusals, pods=pods, service=None if foreign_service else service,
-                                   now=self.clock.wall(), pending_deletes=self.expectations.pending_deletions(key))
-            problems += folded.problems + self._delete_pods(key, folded.delete_pods, outcome)
-            if folded.delete_service is not None:
-                problems += self._delete_service(folded.delete_service, outcome)
-            outcome.requeue_after = plan.requeue_after
-        if self._may_defer_status(plan, outcome, problems):
-            self.memory.defer(key, job, plan.status)
+            acting.problems += self._create_pods(seen.key, plan, acting.job, acting.outcome, seen.pending_creates,
+                                                 acting.refusals)
+            plan.count_created_as_active(seen.pending_creates | set(acting.outcome.created))
+        if acting.service_created is not None:
+            acting.problems += self._service_problems(seen.name, acting.service_created.result(), acting.refusals)
+
+    def _fold_refusals(self, acting: Acting) -> None:
+        """What the API server refused, folded by the pure core into the plan; carry out what that adds."""
+        if not acting.refusals:
+            return
+        seen, plan = acting.seen, acting.plan
+        folded = fold_refusals(plan, acting.job, acting.refusals, pods=seen.pods, service=seen.service,
+                               now=self.clock.wall(), pending_deletes=self.expectations.pending_deletions(seen.key))
+        acting.problems += folded.problems + self._delete_pods(seen.key, folded.delete_pods, acting.outcome)
+        if folded.delete_service is not None:
+            acting.problems += self._delete_service(folded.delete_service, acting.outcome)
+        acting.outcome.requeue_after = plan.requeue_after
+
+    def _write_status_after_writes(self, acting: Acting) -> None:
+        """The status after the writes it reports, or left to the reconcile the created pods bring."""
+        seen, plan, outcome = acting.seen, acting.plan, acting.outcome
+        if self._may_defer_status(plan, outcome, acting.problems):
+            self.memory.defer(seen.key, acting.job, plan.status)
             outcome.status_deferred = True
-        elif self._write_status(key, kind, job, stored, plan.status, cache_version) is not None:
+        elif self._write_status(seen.key, seen.kind, acting.job, acting.stored, plan.status,
+                                seen.cache_version) is not None:
             outcome.status_written = True
+
+    def _tell_kueue(self, acting: Acting) -> None:
+        decision = acting.seen.decision
         if decision is not None and self.kueue_gate is not None:
-            holding = sum(1 for p in pods if podstate.phase(p) in ("Pending", "Running", "Unknown"))
-            self.kueue_gate.after_plan(job, plan.status, decision.workload, holding)
-        self._emit(job, plan, outcome)
-        if plan.delete_job:
-            problems += self._delete_job(kind, job, outcome)
-        if problems:
-            outcome.errors = problems
-            raise RequeueError("; ".join(problems), outcome.retry_after)
-        return outcome
+            holding = sum(1 for p in acting.seen.pods if podstate.phase(p) in ("Pending", "Running", "Unknown"))
+            self.kueue_gate.after_plan(acting.job, acting.plan.status, decision.workload, holding)
+
+    def _delete_job_last(self, acting: Acting) -> None:
+        """The job's own deletion (its TTL expired) comes last: everything before reports on it."""
+        if acting.plan.delete_job:
+            acting.problems += self._delete_job(acting.seen.kind, acting.job, acting.outcome)
 
     # ---- deletes -------------------------------------------------------------------------------
 
@@ -321,38 +397,6 @@ class Reconciler:
             if not (error.not_found or error.conflict):
                 return [f"delete job: {error}"]
         return []
-
-    # ---- the job's NetworkPolicy ------------------------------------------------------------------
-
-    def _policies_known(self, key: str, job: Mapping[str, Any]) -> bool:
-        """Whether this pass manages the job's NetworkPolicy. Not while the NetworkPolicy cache is
-        not there: a job that wants none has nothing to manage then (no informer is started for it,
-        so an operator whose jobs ask for no policy needs no grant on them), and a job that wants
-        one is retried once the cache has filled -- before anything else, so no pod runs without
-        the isolation the job asked for."""
-        if self.policy_cache is None:
-            return True
-        wanted = netpol.wanted(job, self.network_policy_default)
-        if self.policy_cache(wanted):
-            return True
-        if wanted:
-            raise RequeueError(f"{key}: waiting for the NetworkPolicy cache before creating the job's objects")
-        return False
-
-    def _gang_view(self, namespace: str, name: str, job_uid: str) -> tuple[GangView, bool]:
-        """What the planner may know of the job's PodGroup, and whether an object the job does not
-        own holds its name."""
-        assert self.gang is not None
-        cached = self.caches.get_pod_group(namespace, name)
-        foreign = cached is not None and not owned_by(cached, job_uid)
-        return GangView(self.gang, None if foreign else cached), foreign
-
-    def _policy_view(self, namespace: str, name: str, job_uid: str) -> tuple[PolicyView, bool]:
-        """What the planner may know of the job's NetworkPolicy, and whether an object the job does
-        not own holds its name."""
-        cached = self.caches.get_network_policy(namespace, policy_name(name))
-        foreign = cached is not None and not owned_by(cached, job_uid)
-        return PolicyView(self.network_policy_default, None if foreign else cached), foreign
 
     # ---- creates -------------------------------------------------------------------------------
 
@@ -520,11 +564,12 @@ class Reconciler:
         current = cond.find(new.get("conditions") or [], state) or {}
         self.metrics.on_state_change(state, current.get("reason", ""))
 
-    def _emit(self, job: Mapping[str, Any], plan: Plan, outcome: Outcome) -> None:
+    def _emit_events(self, acting: Acting) -> None:
         """State changes one event each; creates and deletes one summary event per reconcile, so a
         1 000-worker job costs a few events rather than a thousand."""
         if self.recorder is None:
             return
+        job, plan, outcome = acting.job, acting.plan, acting.outcome
         if outcome.created:
             self.recorder.record(job, "Normal", "SuccessfulCreate", _summary("Created", outcome.created))
         if outcome.deleted:
@@ -539,3 +584,17 @@ def _summary(verb: str, names: list[str], shown: int = 10) -> str:
     listed = ", ".join(sorted(names)[:shown])
     more = f" and {len(names) - shown} more" if len(names) > shown else ""
     return f"{verb} {len(names)} object(s): {listed}{more}"
+
+
+# The act phase, in order: each step's docstring says why it comes where it does.
+ACT_ORDER: tuple[Callable[[Reconciler, Acting], None], ...] = (
+    Reconciler._count_failures_first,  # before deleting the failed pods
+    Reconciler._delete_children,  # deletes before creates
+    Reconciler._write_owned,  # before the pods, which may wait for them
+    Reconciler._create_service_and_pods,
+    Reconciler._fold_refusals,  # once every create has answered
+    Reconciler._write_status_after_writes,  # reports what the writes did
+    Reconciler._tell_kueue,  # from the status as planned
+    Reconciler._emit_events,
+    Reconciler._delete_job_last,
+)

@@ -13,13 +13,16 @@ conditions, the same cleanup of its pods and the same TTL requeue. Pure: no I/O,
 from __future__ import annotations
 
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from controller.job.children import Step
 from tfjob_api import conditions as cond
 from tfjob_api import podstate
 from tfjob_api.defaults import CLEAN_POD_POLICY
+from tfjob_api.names import REPLICA_TYPE_LABEL
 from tfjob_api.timeutil import format_time
 
 
@@ -43,16 +46,29 @@ class Plan:
     delete_pods: list[PodDeletion] = field(default_factory=list)
     create_service: dict[str, Any] | None = None
     delete_service: Mapping[str, Any] | None = None
-    create_network_policy: dict[str, Any] | None = None
-    patch_network_policy: tuple[Mapping[str, Any], dict[str, Any]] | None = None  # (the policy, the patch)
-    delete_network_policy: Mapping[str, Any] | None = None
-    create_pod_group: dict[str, Any] | None = None
-    patch_pod_group: tuple[Mapping[str, Any], dict[str, Any]] | None = None  # (the PodGroup, the patch)
-    delete_pod_group: Mapping[str, Any] | None = None
+    # The other owned objects (NetworkPolicy, PodGroup, declared types), by kind: `controller.job.children`
+    children: dict[str, Step] = field(default_factory=dict)
     status: dict[str, Any] = field(default_factory=dict)
     events: list[Event] = field(default_factory=list)
     requeue_after: float | None = None
     delete_job: bool = False
+
+    def child(self, kind: str) -> Step:
+        """The step for the owned object of that kind (an empty one, added, when none is planned yet)."""
+        return self.children.setdefault(kind, Step())
+
+    def count_created_as_active(self, created: AbstractSet[str]) -> None:
+        """Count pods the API server has accepted but the cache does not show yet as active.
+
+        The planner sees only the cache, so without this a burst of creates would be reported as
+        active 0, then 1, 2, ... as the ADDED events arrive: one status write per event instead of
+        one. (The planner lists every slot without a pod in `create_pods`, created or not.)"""
+        statuses = self.status.get("replicaStatuses") or {}
+        for pod in self.create_pods:
+            meta = pod["metadata"]
+            entry = statuses.get(meta["labels"].get(REPLICA_TYPE_LABEL))
+            if meta["name"] in created and entry is not None:
+                entry["active"] = entry.get("active", 0) + 1
 
     def requeue_in(self, seconds: float) -> None:
         seconds = max(seconds, 0.0)

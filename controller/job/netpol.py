@@ -29,6 +29,7 @@ from tfconfig import DEFAULT_PORT, ROLES, role_port, role_replicas
 from tfjob_api.names import JOB_NAME_LABEL
 
 API_VERSION = "networking.k8s.io/v1"
+KIND = "NetworkPolicy"  # and its key in `Plan.children`
 NAME_SUFFIX = "-tfjob"
 MAX_PORT = 65535
 

@@ -1,6 +1,6 @@
 """The lifecycle rules of docs/design.md §4 as one pure function: observed state in, a plan out.
 
-`plan_job(job, pods, service, ...)` looks at one job and the pods and Service it owns (from the
+`plan_job(inputs)` looks at one job and the pods and Service it owns (`PlanInputs`, from the
 informer cache) and decides everything: which pods and Service to create or delete, the full new
 status, events to emit, when to look again (deadlines and TTLs fire through `requeue_after`, not a
 periodic resync), and whether the job itself is due for deletion. It performs no I/O and reads no
@@ -28,13 +28,15 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from controller.job import gang, netpol, pending, stalled
 from controller.job.builders import build_pod, build_service, desired_pod_keys
+from controller.job.children import ChildSituation, DeclaredChild, Step
 from controller.job.draft import Event, Plan, PlanDraft
-from controller.job.kinds import TENSORFLOWJOB, JobKind
+from controller.job.kinds import JobKind
 from controller.job.profiles import Profile
 from controller.job.validation import Problem, validate_job
 from tfconfig import ROLES, SerializedCluster, role_replicas
@@ -50,70 +52,62 @@ FORCE_DELETE_AFTER = 15.0
 NOT_READY = False
 
 
-def plan_job(
-    job: Mapping[str, Any],
-    pods: list[Mapping[str, Any]],
-    service: Mapping[str, Any] | None,
-    *,
-    now: datetime,
-    node_ready: Callable[[str], bool | None] = lambda _name: True,
-    pending_deletes: frozenset[str] = frozenset(),
-    cluster_domain: str = "",
-    gate: tuple[str, str] | None = None,
-    network_policy: netpol.PolicyView | None = None,
-    profiles: Sequence[Profile] = (),
-    problems: Sequence[Problem] | None = None,
-    validate: Callable[[Mapping[str, Any]], Sequence[Problem]] = validate_job,
-    kind: JobKind,
-    gang_view: gang.GangView | None = None,
-) -> Plan:
-    """Decide what to do for one (defaulted) job. `pending_deletes` holds UIDs of pods this
-    controller already deleted whose deletion the cache has not shown yet: they are treated as
-    terminating so a stale cache never counts one failure twice. `gate` (reason, message) holds the
-    job suspended for an outside reason (a queue that has not admitted it) as `spec.suspend` would.
-    `network_policy` is the job's NetworkPolicy as the cache shows it (None: policies are not
-    managed); `profiles` are the operator's start-up profiles for the pods it creates. `problems`, when
-    given, are the job's problems; else `validate(job)` is asked, and only while the job is active
-    (the reconciler passes a check it remembers per job and that validates a TFJob as one; the
-    default validates the model as a TensorFlowJob). `kind` is the job's kind (`controller.job.kinds`),
-    which the objects it creates are owned by and labelled for. `gang_view` is the operator's gang
-    scheduler and the job's PodGroup in the cache (None: no gang scheduling). A model that says `kind: TFJob` names
-    that kind in its messages; `backoffLimit: None` means no limit (Kubeflow's default for TFJobs)."""
-    planner = _Planner(job, pods, service, now, node_ready, pending_deletes, cluster_domain, gate)
-    planner.network_policy = network_policy
-    planner.profiles = profiles
-    planner.source_problems = problems
-    planner.validate = validate
-    planner.job_kind = kind
-    planner.gang = gang_view
-    return planner.plan()
+@dataclass(frozen=True)
+class PlanInputs:
+    """Everything the planner reads about one (defaulted) job: what the reconciler observed.
+
+    `pending_deletes` holds UIDs of pods this controller already deleted whose deletion the cache
+    has not shown yet: they are treated as terminating so a stale cache never counts one failure
+    twice. `gate` (reason, message) holds the job suspended for an outside reason (a queue that has
+    not admitted it) as `spec.suspend` would. `network_policy` is the job's NetworkPolicy as the
+    cache shows it (None: policies are not managed); `profiles` are the operator's start-up profiles
+    for the pods it creates. `problems`, when given, are the job's problems; else `validate(job)` is
+    asked, and only while the job is active (the reconciler passes a check it remembers per job and
+    that validates a TFJob as one; the default validates the model as a TensorFlowJob). `kind` is
+    the job's kind (`controller.job.kinds`), which the objects it creates are owned by and labelled
+    for. `gang_view` is the operator's gang scheduler and the job's PodGroup in the cache (None: no
+    gang scheduling). `children` are the declared owned types the planner has no rule of its own
+    for, by kind (`controller.job.children`). A model that says `kind: TFJob` names that kind in its
+    messages; `backoffLimit: None` means no limit (Kubeflow's default for TFJobs)."""
+
+    job: Mapping[str, Any]
+    pods: list[Mapping[str, Any]]
+    service: Mapping[str, Any] | None
+    now: datetime
+    kind: JobKind
+    node_ready: Callable[[str], bool | None] = lambda _name: True
+    pending_deletes: frozenset[str] = frozenset()
+    cluster_domain: str = ""
+    gate: tuple[str, str] | None = None
+    network_policy: netpol.PolicyView | None = None
+    profiles: Sequence[Profile] = ()
+    problems: Sequence[Problem] | None = None
+    validate: Callable[[Mapping[str, Any]], Sequence[Problem]] = validate_job
+    gang_view: gang.GangView | None = None
+    children: Mapping[str, DeclaredChild] = field(default_factory=dict)
+
+
+def plan_job(inputs: PlanInputs) -> Plan:
+    """Decide what to do for one (defaulted) job."""
+    return _Planner(inputs).plan()
 
 
 class _Planner(PlanDraft):
-    def __init__(
-        self,
-        job: Mapping[str, Any],
-        pods: list[Mapping[str, Any]],
-        service: Mapping[str, Any] | None,
-        now: datetime,
-        node_ready: Callable[[str], bool | None],
-        pending_deletes: frozenset[str],
-        cluster_domain: str,
-        gate: tuple[str, str] | None = None,
-    ) -> None:
-        super().__init__(job, pods, service, copy.deepcopy(dict(job.get("status") or {})), now, pending_deletes)
-        self.gate = gate
-        self.node_ready = node_ready
-        self.cluster_domain = cluster_domain
+    def __init__(self, inputs: PlanInputs) -> None:
+        job = inputs.job
+        super().__init__(job, inputs.pods, inputs.service, copy.deepcopy(dict(job.get("status") or {})),
+                         inputs.now, inputs.pending_deletes)
+        self.inputs = inputs
+        self.gate = inputs.gate
+        self.node_ready = inputs.node_ready
+        self.cluster_domain = inputs.cluster_domain
         # Failed pods whose failure is already in retriedFailures (kept until they are gone), so a
         # crash between counting and deleting never counts one failure twice.
         self._counted_failed_pods: set[str] = set(self.status.get("countedFailedPods") or [])
-        self.network_policy: netpol.PolicyView | None = None
-        self.profiles: Sequence[Profile] = ()
-        self.source_problems: Sequence[Problem] | None = None
-        self.validate: Callable[[Mapping[str, Any]], Sequence[Problem]] = validate_job
-        self.job_kind: JobKind = TENSORFLOWJOB
-        self.gang: gang.GangView | None = None
+        self.network_policy = inputs.network_policy
+        self.profiles = inputs.profiles
+        self.job_kind = inputs.kind
+        self.gang = inputs.gang_view
         self._serialized_cluster: SerializedCluster | None = None
 
     @property
@@ -135,10 +129,21 @@ class _Planner(PlanDraft):
         else:
             self._active()
         self._pending_condition()
+        self._declared_children()
         return self._finish_status()
 
+    def _declared_children(self) -> None:
+        """The declared owned types' own rules, from where the job now stands."""
+        finished = cond.is_true(self.conditions, cond.SUCCEEDED) or cond.is_true(self.conditions, cond.FAILED)
+        suspended = cond.is_true(self.conditions, cond.SUSPENDED)
+        for kind, child in self.inputs.children.items():
+            step = child.rule(ChildSituation(self.job, self.job_kind, child.existing, finished, suspended))
+            if step != Step():
+                self.out.children[kind] = step
+
     def _active(self) -> None:
-        problems = self.validate(self.job) if self.source_problems is None else self.source_problems
+        given = self.inputs.problems
+        problems = self.inputs.validate(self.job) if given is None else given
         if problems:
             self.fail("InvalidSpec", "; ".join(str(p) for p in problems))
             return
@@ -201,14 +206,14 @@ class _Planner(PlanDraft):
             return  # on its way out; recreated once it is gone
         if not netpol.wanted(self.job, view.default_on):
             if existing is not None:
-                self.out.delete_network_policy = existing
+                self.out.child(netpol.KIND).delete = existing
             return
         if existing is None:
-            self.out.create_network_policy = netpol.build_network_policy(self.job, self.job_kind)
+            self.out.child(netpol.KIND).create = netpol.build_network_policy(self.job, self.job_kind)
             return
         patch = netpol.spec_patch(existing, self.job)
         if patch is not None:
-            self.out.patch_network_policy = (existing, patch)
+            self.out.child(netpol.KIND).patch = (existing, patch)
 
     # ---- the gang scheduler's PodGroup -------------------------------------------------------------
 
@@ -222,16 +227,16 @@ class _Planner(PlanDraft):
         if existing is not None and existing["metadata"].get("deletionTimestamp"):
             return  # on its way out (a suspension): recreated once it is gone
         if existing is None:
-            self.out.create_pod_group = gang.build_pod_group(self.job, view.scheduler, self.job_kind)
+            self.out.child(view.scheduler.kind).create = gang.build_pod_group(self.job, view.scheduler, self.job_kind)
             return
         patch = gang.spec_patch(existing, self.job, view.scheduler)
         if patch is not None:
-            self.out.patch_pod_group = (existing, patch)
+            self.out.child(view.scheduler.kind).patch = (existing, patch)
 
     def _drop_pod_group(self) -> None:
         view = self.gang
         if view is not None and view.existing is not None and not view.existing["metadata"].get("deletionTimestamp"):
-            self.out.delete_pod_group = view.existing
+            self.out.child(view.scheduler.kind).delete = view.existing
 
     def _gang_admitted(self) -> bool:
         return self.gang is None or gang.admitted(self.gang)

@@ -27,7 +27,7 @@ from controller.job import gang, netpol
 from controller.job.draft import Plan
 from controller.job.gang_schedulers import GangScheduler
 from controller.job.kinds import JobKind
-from controller.job.plan import plan_job
+from controller.job.plan import PlanInputs, plan_job
 from controller.job.profiles import Profile
 from tfjob_api import conditions as cond
 
@@ -64,19 +64,19 @@ def preview(stored: Mapping[str, Any], kind: JobKind, settings: Settings, now: d
     scheduler = settings.scheduler
 
     def plan(group: Mapping[str, Any] | None) -> Plan:
-        return plan_job(
+        return plan_job(PlanInputs(
             job, [], None, now=now, cluster_domain=settings.cluster_domain,
             network_policy=netpol.PolicyView(settings.network_policy_default, None) if kind.network_policy else None,
             profiles=settings.profiles, problems=check(what), kind=kind,
-            gang_view=gang.GangView(scheduler, group) if scheduler is not None else None)
+            gang_view=gang.GangView(scheduler, group) if scheduler is not None else None))
 
     first = plan(None)
     failed = cond.find(first.status.get("conditions") or [], cond.FAILED)
     if failed is not None and failed.get("status") == "True":
         return Preview([], str(failed.get("message") or failed.get("reason")))
     pods = first.create_pods
-    group = first.create_pod_group
+    group = first.child("PodGroup").create
     if scheduler is not None and group is not None and not scheduler.admitted(group):
         pods = plan(scheduler.as_admitted(group)).create_pods
-    companions = [first.create_network_policy, group, first.create_service]
+    companions = [first.child(netpol.KIND).create, group, first.create_service]
     return Preview([obj for obj in companions if obj is not None] + pods)

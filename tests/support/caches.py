@@ -28,6 +28,13 @@ class FakeCaches:
     def node_ready(self, name: str) -> bool | None:
         return True
 
+    def get_owned(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        if kind == "NetworkPolicy":
+            return self.get_network_policy(namespace, name)
+        if kind == "PodGroup":
+            return self.get_pod_group(namespace, name)
+        raise AssertionError(f"no {kind} in these caches")
+
     def get_network_policy(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self.policy if self.policy and self.policy["metadata"]["name"] == name else None
 

@@ -19,7 +19,7 @@ from controller.controller import Controller
 from controller.expectations import Expectations
 from controller.job.builders import build_pods, build_service
 from controller.job.kinds import TENSORFLOWJOB
-from controller.job.plan import FORCE_DELETE_AFTER, plan_job
+from controller.job.plan import FORCE_DELETE_AFTER, PlanInputs, plan_job
 from controller.memory import JobMemory
 from controller.options import ControllerOptions
 from controller.reconciler import Reconciler, RequeueError
@@ -53,8 +53,8 @@ def test_a_pod_already_force_deleted_is_not_force_deleted_again_while_the_cache_
     pending UID, and count only deletions that happened."""
     job = make_job(worker=2)
     pods = pods_stuck_on_a_dead_node(job)
-    plan = plan_job(job, pods, build_service(job, TENSORFLOWJOB), now=NOW, node_ready=lambda _node: False,
-                    pending_deletes=frozenset({"pod-uid-0"}), kind=TENSORFLOWJOB)
+    plan = plan_job(PlanInputs(job, pods, build_service(job, TENSORFLOWJOB), now=NOW, node_ready=lambda _node: False,
+                    pending_deletes=frozenset({"pod-uid-0"}), kind=TENSORFLOWJOB))
 
     deleted = [d.pod["metadata"]["uid"] for d in plan.delete_pods]
     assert deleted == ["pod-uid-1"], f"force-deleted again: {deleted}"
@@ -96,7 +96,7 @@ class _Caches:
     def node_ready(self, name: str) -> bool | None:
         return True
 
-    def get_network_policy(self, namespace: str, name: str) -> dict[str, Any] | None:
+    def get_owned(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         return None
 
 
@@ -200,7 +200,7 @@ def test_a_job_whose_pods_exist_but_whose_start_time_was_never_written_still_get
     created = format_time(NOW - timedelta(seconds=60))
     pods = pods_for(job, node="node-a", uid="pod-uid-{index}", creationTimestamp=created)
 
-    plan = plan_job(job, pods, build_service(job, TENSORFLOWJOB), now=NOW, kind=TENSORFLOWJOB)
+    plan = plan_job(PlanInputs(job, pods, build_service(job, TENSORFLOWJOB), now=NOW, kind=TENSORFLOWJOB))
 
     failed = next((c for c in plan.status["conditions"] if c["type"] == "Failed" and c["status"] == "True"), None)
     assert failed is not None or plan.status.get("startTime"), \

@@ -41,19 +41,20 @@ def kube(mocker: MockerFixture) -> Mock:
 
 
 class PolicyCache:
-    """The reconciler's `policy_cache`: records what it was asked, answers `ready`."""
+    """The reconciler's `owned_cache` for NetworkPolicies: records what it was asked, answers `ready`."""
 
     def __init__(self, ready: bool) -> None:
         self.ready, self.asked = ready, []  # type: list[bool]
 
-    def __call__(self, wanted: bool) -> bool:
+    def __call__(self, kind: str, wanted: bool) -> bool:
+        assert kind == "NetworkPolicy"
         self.asked.append(wanted)
         return self.ready
 
 
 def reconciler(kube: Mock, job: dict[str, Any], cache: PolicyCache) -> Reconciler:
     return Reconciler(kube, FakeCaches(job), ControllerOptions(network_policy="off"), clock=FakeClock(wall=NOW),
-                      policy_cache=cache)
+                      owned_cache=cache)
 
 
 def touched_network_policies(kube: Mock) -> bool:

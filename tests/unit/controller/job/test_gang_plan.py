@@ -11,7 +11,7 @@ from controller.job import gang
 from controller.job.builders import build_service
 from controller.job.gang_schedulers import SCHEDULER_PLUGINS_GROUP_LABEL, VOLCANO_TASK_ANNOTATION, gang_scheduler
 from controller.job.kinds import TENSORFLOWJOB, TFJOB
-from controller.job.plan import Plan, plan_job
+from controller.job.plan import Plan, PlanInputs, plan_job
 from tests.support.jobs import make_job, pods_for
 from tfjob_api import conditions as cond
 from tfjob_api.kubeflow_model import to_model
@@ -32,22 +32,22 @@ def existing(job: dict[str, Any], scheduler: gang.GangScheduler, phase: str = ""
 
 def plan(job: dict[str, Any], scheduler: gang.GangScheduler, group: dict[str, Any] | None,
          pods: list[dict[str, Any]] | None = None) -> Plan:
-    return plan_job(job, [] if pods is None else pods, None if pods is None else build_service(job, TENSORFLOWJOB),
-                    now=NOW, gang_view=gang.GangView(scheduler, group), kind=TENSORFLOWJOB)
+    return plan_job(PlanInputs(job, [] if pods is None else pods, None if pods is None else build_service(job, TENSORFLOWJOB),
+                    now=NOW, gang_view=gang.GangView(scheduler, group), kind=TENSORFLOWJOB))
 
 
 def test_a_new_job_gets_its_pod_group_and_decorated_pods_in_one_plan() -> None:
     job = make_job(worker=3)
     out = plan(job, PLUGINS, None)
-    assert out.create_pod_group == gang.build_pod_group(job, PLUGINS, TENSORFLOWJOB)
+    assert out.child("PodGroup").create == gang.build_pod_group(job, PLUGINS, TENSORFLOWJOB)
     assert len(out.create_pods) == 3
     assert {p["spec"]["schedulerName"] for p in out.create_pods} == {"scheduler-plugins-scheduler"}
     assert {p["metadata"]["labels"][SCHEDULER_PLUGINS_GROUP_LABEL] for p in out.create_pods} == {"j"}
 
 
 def test_without_a_gang_scheduler_no_pod_group_is_planned_and_pods_are_plain() -> None:
-    out = plan_job(make_job(worker=2), [], None, now=NOW, kind=TENSORFLOWJOB)
-    assert out.create_pod_group is None and out.delete_pod_group is None
+    out = plan_job(PlanInputs(make_job(worker=2), [], None, now=NOW, kind=TENSORFLOWJOB))
+    assert out.child("PodGroup").create is None and out.child("PodGroup").delete is None
     assert all("schedulerName" not in p["spec"] for p in out.create_pods)
 
 
@@ -88,22 +88,22 @@ def test_scaling_a_role_patches_the_pod_group() -> None:
     group = existing(job, PLUGINS)
     scaled = make_job(worker=4)
     out = plan(scaled, PLUGINS, group, pods_for(job))
-    assert out.patch_pod_group is not None
-    assert out.patch_pod_group[0] is group and out.patch_pod_group[1] == {"spec": {"minMember": 4}}
+    assert out.child("PodGroup").patch is not None
+    assert out.child("PodGroup").patch[0] is group and out.child("PodGroup").patch[1] == {"spec": {"minMember": 4}}
 
 
 def test_an_unchanged_job_leaves_its_pod_group_alone() -> None:
     job = make_job(worker=2)
     out = plan(job, PLUGINS, existing(job, PLUGINS, "Running"), pods_for(job))
-    assert (out.create_pod_group, out.patch_pod_group, out.delete_pod_group) == (None, None, None)
+    assert (out.child("PodGroup").create, out.child("PodGroup").patch, out.child("PodGroup").delete) == (None, None, None)
 
 
 def test_suspending_the_job_deletes_its_pod_group_and_resuming_creates_one() -> None:
     job = make_job(worker=2, suspend=True)
     group = existing(job, PLUGINS, "Running")
-    assert plan(job, PLUGINS, group, pods_for(job)).delete_pod_group is group
+    assert plan(job, PLUGINS, group, pods_for(job)).child("PodGroup").delete is group
     resumed = make_job(worker=2)
-    assert plan(resumed, PLUGINS, None).create_pod_group is not None
+    assert plan(resumed, PLUGINS, None).child("PodGroup").create is not None
 
 
 def test_a_finished_job_gives_its_pod_group_back() -> None:
@@ -112,7 +112,7 @@ def test_a_finished_job_gives_its_pod_group_back() -> None:
     assert cond.is_true(done.status["conditions"], cond.SUCCEEDED)
     finished = {**job, "status": done.status}
     group = existing(job, PLUGINS, "Finished")
-    assert plan(finished, PLUGINS, group, pods_for(job, "Succeeded")).delete_pod_group is group
+    assert plan(finished, PLUGINS, group, pods_for(job, "Succeeded")).child("PodGroup").delete is group
 
 
 def test_a_pod_group_being_deleted_is_neither_patched_nor_recreated_yet() -> None:
@@ -120,7 +120,7 @@ def test_a_pod_group_being_deleted_is_neither_patched_nor_recreated_yet() -> Non
     group = existing(make_job(worker=1), PLUGINS)
     group["metadata"]["deletionTimestamp"] = "2026-12-02T11:59:00Z"
     out = plan(job, PLUGINS, group, pods_for(job))
-    assert (out.create_pod_group, out.patch_pod_group) == (None, None)
+    assert (out.child("PodGroup").create, out.child("PodGroup").patch) == (None, None)
 
 
 def test_a_template_with_its_own_scheduler_gets_a_warning_event() -> None:
@@ -140,8 +140,8 @@ def test_a_tfjob_masters_volcano_task_is_named_as_kubeflow_names_it() -> None:
                      "Worker": {"replicas": 1, "template": {"spec": {"containers": [{"name": "tensorflow",
                                                                                      "image": "tf"}]}}}}}}
     group = existing(to_model(tfjob_doc), VOLCANO, "Inqueue")
-    out = plan_job(to_model(tfjob_doc), [], None, now=NOW, gang_view=gang.GangView(VOLCANO, group), kind=TFJOB,
-                   problems=[])
+    out = plan_job(PlanInputs(to_model(tfjob_doc), [], None, now=NOW, gang_view=gang.GangView(VOLCANO, group), kind=TFJOB,
+                   problems=[]))
     tasks = {p["metadata"]["name"]: p["metadata"]["annotations"][VOLCANO_TASK_ANNOTATION] for p in out.create_pods}
     assert tasks == {"j-chief-0": "master", "j-worker-0": "worker"}
 

@@ -13,7 +13,7 @@ import pytest
 from controller.job import pending, podcache
 from controller.job.builders import build_service
 from controller.job.kinds import TENSORFLOWJOB
-from controller.job.plan import plan_job
+from controller.job.plan import PlanInputs, plan_job
 from tests.support.jobs import make_job, pods_for
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
@@ -41,7 +41,7 @@ def by_name(pods: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def plan(job: dict[str, Any], pods: list[dict[str, Any]], now: datetime = NOW) -> Any:
-    return plan_job(job, pods, build_service(job, TENSORFLOWJOB), now=now, kind=TENSORFLOWJOB)
+    return plan_job(PlanInputs(job, pods, build_service(job, TENSORFLOWJOB), now=now, kind=TENSORFLOWJOB))
 
 
 def settled(job: dict[str, Any], result: Any) -> dict[str, Any]:

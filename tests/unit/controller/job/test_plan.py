@@ -8,7 +8,7 @@ from typing import Any
 
 from controller.job.builders import build_service
 from controller.job.kinds import TENSORFLOWJOB
-from controller.job.plan import FORCE_DELETE_AFTER, plan_job
+from controller.job.plan import FORCE_DELETE_AFTER, PlanInputs, plan_job
 from tests.support.jobs import make_job, pods_for
 from tfjob_api.timeutil import format_time
 
@@ -34,7 +34,7 @@ def condition(plan: Any, kind: str) -> dict[str, Any] | None:
 def run(job: dict[str, Any], pods: list[dict[str, Any]], service: Any = "default", **kwargs: Any) -> Any:
     if service == "default":
         service = build_service(job, TENSORFLOWJOB)
-    return plan_job(job, pods, service, now=kwargs.pop("now", NOW), kind=TENSORFLOWJOB, **kwargs)
+    return plan_job(PlanInputs(job, pods, service, now=kwargs.pop("now", NOW), kind=TENSORFLOWJOB, **kwargs))
 
 
 def settle(job: dict[str, Any], plan: Any) -> dict[str, Any]:

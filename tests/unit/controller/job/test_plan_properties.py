@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from controller.job.kinds import TENSORFLOWJOB
-from controller.job.plan import plan_job
+from controller.job.plan import PlanInputs, plan_job
 from controller.job.validation import validate_job
 from tests.support.fuzzing import JOB_UID, Candidate, candidates, job_statuses, names, observed_pods, wild_specs
 from tests.support.jobs import tfjob
@@ -38,7 +38,7 @@ def true_conditions(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def plan_problems(job: dict[str, Any], pods: list[dict[str, Any]], prior: dict[str, Any]) -> list[str]:
     """What is wrong with the planner's answer for one job (it must not raise)."""
-    plan = plan_job(job, pods, None, now=NOW, node_ready=lambda node: None if not node else node != "dead", kind=TENSORFLOWJOB)
+    plan = plan_job(PlanInputs(job, pods, None, now=NOW, node_ready=lambda node: None if not node else node != "dead", kind=TENSORFLOWJOB))
     problems = []
     shown = {p["metadata"]["uid"] for p in pods}
     deleted = [d.pod["metadata"]["uid"] for d in plan.delete_pods]

@@ -10,7 +10,7 @@ from typing import Any
 from controller.job import gang, netpol
 from controller.job.gang_schedulers import VOLCANO_TASK_ANNOTATION, SchedulerPlugins, Volcano
 from controller.job.kinds import TENSORFLOWJOB, TFJOB
-from controller.job.plan import plan_job
+from controller.job.plan import PlanInputs, plan_job
 from controller.job.preview import Settings, preview
 from tests.support.jobs import container, role, tfjob
 from tests.support.kubeflow import replica, tfjob_manifest
@@ -32,11 +32,11 @@ def kinds_and_names(objects: list[dict[str, Any]]) -> list[tuple[str, str]]:
 def test_the_objects_are_the_planners_creates_in_the_order_they_are_written() -> None:
     settings = Settings(network_policy_default=True, scheduler=SchedulerPlugins("scheduler-plugins-scheduler"))
     shown = preview(job(), TENSORFLOWJOB, settings, NOW)
-    planned = plan_job(apply_defaults(job()), [], None, now=NOW, kind=TENSORFLOWJOB,
+    planned = plan_job(PlanInputs(apply_defaults(job()), [], None, now=NOW, kind=TENSORFLOWJOB,
                        network_policy=netpol.PolicyView(True, None),
-                       gang_view=gang.GangView(SchedulerPlugins("scheduler-plugins-scheduler"), None))
+                       gang_view=gang.GangView(SchedulerPlugins("scheduler-plugins-scheduler"), None)))
     assert shown.failure is None
-    assert shown.objects == [planned.create_network_policy, planned.create_pod_group, planned.create_service,
+    assert shown.objects == [planned.child("NetworkPolicy").create, planned.child("PodGroup").create, planned.create_service,
                              *planned.create_pods]
     assert kinds_and_names(shown.objects) == [("NetworkPolicy", "j-tfjob"), ("PodGroup", "j"), ("Service", "j"),
                                               ("Pod", "j-ps-0"), ("Pod", "j-worker-0"), ("Pod", "j-worker-1")]
@@ -46,8 +46,8 @@ def test_volcano_pods_are_shown_as_the_operator_creates_them_once_the_group_is_a
     shown = preview(job(), TENSORFLOWJOB, Settings(scheduler=Volcano("volcano")), NOW)
     group = shown.objects[0]
     admitted = {**group, "status": {"phase": "Inqueue"}}
-    later = plan_job(apply_defaults(job()), [], shown.objects[1], now=NOW, kind=TENSORFLOWJOB,
-                     gang_view=gang.GangView(Volcano("volcano"), admitted))
+    later = plan_job(PlanInputs(apply_defaults(job()), [], shown.objects[1], now=NOW, kind=TENSORFLOWJOB,
+                     gang_view=gang.GangView(Volcano("volcano"), admitted)))
     assert kinds_and_names(shown.objects[:2]) == [("PodGroup", "j"), ("Service", "j")]
     assert shown.objects[2:] == later.create_pods and len(later.create_pods) == 3
 
@@ -60,8 +60,8 @@ def test_a_tfjob_masters_volcano_task_is_master_as_the_operator_writes_it() -> N
              for o in shown.objects if o["kind"] == "Pod"}
     assert tasks == {"m-chief-0": "master", "m-worker-0": "worker"}
     group = {**shown.objects[0], "status": {"phase": "Running"}}
-    created = plan_job(to_model(document), [], None, now=NOW, kind=TFJOB, problems=[],
-                       gang_view=gang.GangView(Volcano("volcano"), group)).create_pods
+    created = plan_job(PlanInputs(to_model(document), [], None, now=NOW, kind=TFJOB, problems=[],
+                       gang_view=gang.GangView(Volcano("volcano"), group))).create_pods
     assert [o for o in shown.objects if o["kind"] == "Pod"] == created
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from controller.job.builders import build_service
 from controller.job.kinds import TENSORFLOWJOB
-from controller.job.plan import Plan, plan_job
+from controller.job.plan import Plan, PlanInputs, plan_job
 from controller.job.refusals import Cause, Refusal, fold_refusals
 from controller.job.validation import Problem
 from tests.support.jobs import make_job, pods_for
@@ -32,7 +32,7 @@ def running_job_with_a_failed_worker(**spec: Any) -> tuple[dict[str, Any], list[
 
 def planned_then_refused(job: dict[str, Any], pods: list[dict[str, Any]], service: dict[str, Any],
                          *refusals: Refusal, pending_deletes: frozenset[str] = frozenset()) -> tuple[Plan, Any]:
-    plan = plan_job(job, pods, service, now=NOW, kind=TENSORFLOWJOB)
+    plan = plan_job(PlanInputs(job, pods, service, now=NOW, kind=TENSORFLOWJOB))
     return plan, fold_refusals(plan, job, refusals, pods=pods, service=service, now=LATER,
                                pending_deletes=pending_deletes)
 
@@ -66,7 +66,7 @@ def test_a_job_failed_by_a_rejection_is_cleaned_up_and_requeued_for_its_ttl_as_t
         clean_pod_policy: str) -> None:
     spec = {"ttlSecondsAfterFinished": 60, "cleanPodPolicy": clean_pod_policy}
     job, pods, service = running_job_with_a_failed_worker(**spec)
-    by_planner = plan_job(job, pods, service, now=NOW, problems=[Problem("spec", "made up")], kind=TENSORFLOWJOB)
+    by_planner = plan_job(PlanInputs(job, pods, service, now=NOW, problems=[Problem("spec", "made up")], kind=TENSORFLOWJOB))
     assert condition(by_planner, "Failed") is not None
 
     job, pods, service = running_job_with_a_failed_worker(**spec)
@@ -100,7 +100,7 @@ def test_the_cleanup_after_a_rejection_skips_pods_whose_deletion_is_pending() ->
 
 def test_a_rejection_turns_pending_false_with_its_reason() -> None:
     job, pods, service = running_job_with_a_failed_worker()
-    plan = plan_job(job, pods, service, now=NOW, kind=TENSORFLOWJOB)
+    plan = plan_job(PlanInputs(job, pods, service, now=NOW, kind=TENSORFLOWJOB))
     plan.status["conditions"].append({"type": "Pending", "status": "True", "reason": "Unschedulable",
                                       "message": "", "lastTransitionTime": "x", "lastUpdateTime": "x"})
     fold_refusals(plan, job, [invalid_pod()], pods=pods, service=service, now=LATER)
@@ -139,7 +139,7 @@ def test_a_quota_refusal_is_reported_and_retried() -> None:
 
 def test_a_refusal_because_the_namespace_goes_away_changes_nothing() -> None:
     job, pods, service = running_job_with_a_failed_worker()
-    plan = plan_job(job, pods, service, now=NOW, kind=TENSORFLOWJOB)
+    plan = plan_job(PlanInputs(job, pods, service, now=NOW, kind=TENSORFLOWJOB))
     before = (list(plan.events), [dict(c) for c in plan.status["conditions"]])
     folded = fold_refusals(plan, job, [Refusal("Pod", "j-worker-0", Cause.GOING_AWAY)], pods=pods, service=service,
                            now=LATER)

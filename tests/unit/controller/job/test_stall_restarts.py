@@ -9,7 +9,7 @@ from typing import Any
 
 from controller.job.builders import build_service
 from controller.job.kinds import TENSORFLOWJOB
-from controller.job.plan import plan_job
+from controller.job.plan import PlanInputs, plan_job
 from tests.support.jobs import make_job, pods_for
 from tfjob_api.timeutil import format_time
 
@@ -38,7 +38,7 @@ def failed(pod: dict[str, Any], exit_code: int, reason: str = "Error") -> None:
 
 
 def plan(job: dict[str, Any], pods: list[dict[str, Any]]) -> Any:
-    return plan_job(job, pods, build_service(job, TENSORFLOWJOB), now=NOW, kind=TENSORFLOWJOB)
+    return plan_job(PlanInputs(job, pods, build_service(job, TENSORFLOWJOB), now=NOW, kind=TENSORFLOWJOB))
 
 
 def condition(result: Any, kind: str) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from controller.job.builders import build_pods, build_service
 from controller.job.kinds import TFJOB
-from controller.job.plan import plan_job
+from controller.job.plan import PlanInputs, plan_job
 from controller.job.validation import Problem
 from tests.support.kubeflow import replica, tfjob_manifest
 from tfjob_api.kubeflow_model import to_model
@@ -33,7 +33,7 @@ def with_failed_worker(job: dict[str, Any], restarts_so_far: int) -> list[dict[s
 
 def test_without_a_backoff_limit_failures_are_retried_however_many() -> None:
     job = model()
-    plan = plan_job(job, with_failed_worker(job, 1000), build_service(job, TFJOB), now=NOW, problems=[], kind=TFJOB)
+    plan = plan_job(PlanInputs(job, with_failed_worker(job, 1000), build_service(job, TFJOB), now=NOW, problems=[], kind=TFJOB))
     assert [d.reason for d in plan.delete_pods] == ["PodFailed"]
     assert plan.status["restartCount"] == 1001
     assert not any(c["type"] == "Failed" for c in plan.status["conditions"])
@@ -41,7 +41,7 @@ def test_without_a_backoff_limit_failures_are_retried_however_many() -> None:
 
 def test_with_a_backoff_limit_the_tfjob_fails_past_it() -> None:
     job = model(backoffLimit=2)
-    plan = plan_job(job, with_failed_worker(job, 2), build_service(job, TFJOB), now=NOW, problems=[], kind=TFJOB)
+    plan = plan_job(PlanInputs(job, with_failed_worker(job, 2), build_service(job, TFJOB), now=NOW, problems=[], kind=TFJOB))
     failed = next(c for c in plan.status["conditions"] if c["type"] == "Failed")
     assert failed["reason"] == "BackoffLimitExceeded"
     assert failed["message"].startswith("TFJob j has failed 3 times")
@@ -49,13 +49,13 @@ def test_with_a_backoff_limit_the_tfjob_fails_past_it() -> None:
 
 def test_the_tfjobs_own_problems_fail_it_as_an_invalid_spec() -> None:
     job = model()
-    plan = plan_job(job, [], None, now=NOW, problems=[Problem("spec.tfReplicaSpecs.Worker", "broken")], kind=TFJOB)
+    plan = plan_job(PlanInputs(job, [], None, now=NOW, problems=[Problem("spec.tfReplicaSpecs.Worker", "broken")], kind=TFJOB))
     failed = next(c for c in plan.status["conditions"] if c["type"] == "Failed")
     assert (failed["reason"], failed["message"]) == ("InvalidSpec", "spec.tfReplicaSpecs.Worker: broken")
     assert plan.create_pods == []
 
 
 def test_a_new_tfjob_is_created_in_its_own_words() -> None:
-    plan = plan_job(model(), [], None, now=NOW, problems=[], kind=TFJOB)
+    plan = plan_job(PlanInputs(model(), [], None, now=NOW, problems=[], kind=TFJOB))
     created = next(c for c in plan.status["conditions"] if c["type"] == "Created")
     assert created["message"] == "TFJob j is created."
