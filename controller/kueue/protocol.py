@@ -490,9 +490,7 @@ def apply_flavors(
     mutated; the result is meant for the builders (it is not written back to the job).
     """
     result = copy.deepcopy(dict(job))
-    status = workload.get("status") or {}
     info = admission(workload)
-    queue = str((workload.get("spec") or {}).get("queueName") or "")
     name = str((workload.get("metadata") or {}).get("name") or "")
     for role in queued_roles(job):
         if role not in info.flavors_by_podset:
@@ -501,42 +499,62 @@ def apply_flavors(
         if role not in ROLES or role_replicas(result["spec"], role) == 0:
             raise ValueError(f"the Workload {name} admits podSet {role}, which the job does not run")
         template = result["spec"][role].setdefault("template", {})
-        metadata = template.setdefault("metadata", {})
-        spec = template.setdefault("spec", {})
-
-        node_selector: dict[str, str] = {}
-        tolerations: list[dict[str, Any]] = []
-        for flavor in flavors_by_role.get(role, []):
-            flavor_spec = flavor.get("spec") or {}
-            node_selector.update(flavor_spec.get("nodeLabels") or {})
-            tolerations += [dict(t) for t in flavor_spec.get("tolerations") or []]
-        labels = {PODSET_LABEL: role, LOCAL_QUEUE_LABEL: queue}
-        if _DNS_LABEL.match(info.cluster_queue) and len(info.cluster_queue) <= 63:
-            labels[CLUSTER_QUEUE_LABEL] = info.cluster_queue
-        updates = [("the admitted flavors", labels, {WORKLOAD_ANNOTATION: name}, node_selector, tolerations)]
-        for check in status.get("admissionChecks") or []:
-            for update in check.get("podSetUpdates") or []:
-                if update.get("name") == role:
-                    updates.append((f"admission check {check.get('name')}", update.get("labels") or {},
-                                    update.get("annotations") or {}, update.get("nodeSelector") or {},
-                                    list(update.get("tolerations") or [])))
-
-        merged_labels = dict(metadata.get("labels") or {})
-        merged_annotations = dict(metadata.get("annotations") or {})
-        merged_selector = dict(spec.get("nodeSelector") or {})
-        merged_tolerations = list(spec.get("tolerations") or [])
-        for source, new_labels, new_annotations, new_selector, new_tolerations in updates:
-            _merge_map(merged_labels, new_labels, "label", role, source)
-            _merge_map(merged_annotations, new_annotations, "annotation", role, source)
-            _merge_map(merged_selector, new_selector, "nodeSelector", role, source)
-            merged_tolerations += [t for t in new_tolerations if t not in merged_tolerations]
-        metadata["labels"] = merged_labels
-        metadata["annotations"] = merged_annotations
-        if merged_selector:
-            spec["nodeSelector"] = merged_selector
-        if merged_tolerations:
-            spec["tolerations"] = merged_tolerations
+        _merge_updates(template, role, _role_updates(role, workload, info, flavors_by_role.get(role, [])))
     return result
+
+
+# What to merge into a role's pod template, and whence: (source, labels, annotations, nodeSelector,
+# tolerations); the source names the update in a `FlavorConflict`.
+_Update = tuple[str, Mapping[str, Any], Mapping[str, Any], Mapping[str, Any], list[Any]]
+
+
+def _role_updates(role: str, workload: Mapping[str, Any], info: Admission,
+                  flavors: list[Mapping[str, Any]]) -> list[_Update]:
+    """What Kueue's admission adds to one role's pods, in the order it merges them: the admitted
+    flavors with the queue labels and workload annotation first, then each admission check's
+    `podSetUpdates` for the role (apart from `apply_flavors` so it reads as gather, then merge)."""
+    queue = str((workload.get("spec") or {}).get("queueName") or "")
+    name = str((workload.get("metadata") or {}).get("name") or "")
+    node_selector: dict[str, str] = {}
+    tolerations: list[dict[str, Any]] = []
+    for flavor in flavors:
+        flavor_spec = flavor.get("spec") or {}
+        node_selector.update(flavor_spec.get("nodeLabels") or {})
+        tolerations += [dict(t) for t in flavor_spec.get("tolerations") or []]
+    labels = {PODSET_LABEL: role, LOCAL_QUEUE_LABEL: queue}
+    if _DNS_LABEL.match(info.cluster_queue) and len(info.cluster_queue) <= 63:
+        labels[CLUSTER_QUEUE_LABEL] = info.cluster_queue
+    updates: list[_Update] = [("the admitted flavors", labels, {WORKLOAD_ANNOTATION: name}, node_selector,
+                               tolerations)]
+    for check in (workload.get("status") or {}).get("admissionChecks") or []:
+        for update in check.get("podSetUpdates") or []:
+            if update.get("name") == role:
+                updates.append((f"admission check {check.get('name')}", update.get("labels") or {},
+                                update.get("annotations") or {}, update.get("nodeSelector") or {},
+                                list(update.get("tolerations") or [])))
+    return updates
+
+
+def _merge_updates(template: dict[str, Any], role: str, updates: list[_Update]) -> None:
+    """Merge `updates` into the pod `template` in place; a key the template (or an earlier update)
+    sets to another value raises `FlavorConflict`, and a toleration already there is not repeated."""
+    metadata = template.setdefault("metadata", {})
+    spec = template.setdefault("spec", {})
+    merged_labels = dict(metadata.get("labels") or {})
+    merged_annotations = dict(metadata.get("annotations") or {})
+    merged_selector = dict(spec.get("nodeSelector") or {})
+    merged_tolerations = list(spec.get("tolerations") or [])
+    for source, new_labels, new_annotations, new_selector, new_tolerations in updates:
+        _merge_map(merged_labels, new_labels, "label", role, source)
+        _merge_map(merged_annotations, new_annotations, "annotation", role, source)
+        _merge_map(merged_selector, new_selector, "nodeSelector", role, source)
+        merged_tolerations += [t for t in new_tolerations if t not in merged_tolerations]
+    metadata["labels"] = merged_labels
+    metadata["annotations"] = merged_annotations
+    if merged_selector:
+        spec["nodeSelector"] = merged_selector
+    if merged_tolerations:
+        spec["tolerations"] = merged_tolerations
 
 
 # --------------------------------------------------------------------------- telling the user

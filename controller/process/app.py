@@ -25,7 +25,8 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from types import FrameType
 
 import structlog
@@ -72,10 +73,52 @@ def _exit_lost_lease() -> None:
     os._exit(LOST_LEASE_EXIT_CODE)
 
 
+@dataclass(frozen=True)
+class _Assembled:
+    """What `run` builds before it starts anything: the settings read from the flags and files, the
+    API client and the controller on it."""
+
+    election: LeaderElectionConfig | None
+    profiles: Sequence[Profile]
+    options: ControllerOptions
+    kube: Kube
+    recorder: EventRecorder
+    controller: Controller
+
+
+class _Leadership:
+    """Whether this process may reconcile: `leading` once it holds the Lease (at once without an
+    election), mirrored by the `tfjob_leader` gauge; losing the Lease short of a stop ends the process."""
+
+    def __init__(self, metrics: ControllerMetrics, stop: threading.Event) -> None:
+        self.metrics = metrics
+        self.stop = stop
+        self.leading = threading.Event()
+
+    def started_leading(self) -> None:
+        self.metrics.leader.set(1)
+        self.leading.set()
+
+    def lost_leadership(self) -> None:
+        self.metrics.leader.set(0)
+        if not self.stop.is_set():
+            _exit_lost_lease()
+
+
 def run(args: argparse.Namespace) -> int:
+    """Run the controller until SIGTERM or SIGINT; the exit status (see the module's docstring)."""
     limit_malloc_arenas()  # before any thread starts: keeps resident memory flat after bursts
     logs.configure(args.log_format, args.log_level)
     metrics = ControllerMetrics()
+    assembled = _assemble(args, metrics)
+    if isinstance(assembled, int):
+        return assembled
+    return _serve(args, metrics, assembled)
+
+
+def _assemble(args: argparse.Namespace, metrics: ControllerMetrics) -> _Assembled | int:
+    """The controller and what it needs, or the exit status (logged) when the flags, the profiles
+    file or the API server do not allow it; nothing is started yet."""
     try:
         election = election_config(args)
     except ValueError as error:
@@ -108,8 +151,14 @@ def run(args: argparse.Namespace) -> int:
                   server=kube.host, error=str(error))
         kube.close()
         return API_UNREACHABLE_EXIT_CODE
+    return _Assembled(election, profiles, options, kube, recorder, controller)
+
+
+def _serve(args: argparse.Namespace, metrics: ControllerMetrics, assembled: _Assembled) -> int:
+    """Start the endpoints, the informers and the election; reconcile once synced and leading; on a
+    signal stop the workers before releasing the Lease, then everything else."""
+    kube, controller = assembled.kube, assembled.controller
     stop = threading.Event()
-    leading = threading.Event()
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
         log.info("signal received; stopping", signal=signal.Signals(signum).name)
@@ -117,69 +166,19 @@ def run(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-
-    def on_started_leading() -> None:
-        metrics.leader.set(1)
-        leading.set()
-
-    def on_lost_leadership() -> None:
-        metrics.leader.set(0)
-        if not stop.is_set():
-            _exit_lost_lease()
-
-    elector = (LeaderElector(kube, election, on_started_leading=on_started_leading,
-                             on_lost_leadership=on_lost_leadership) if election is not None else None)
-    if elector is None:
-        # Without an election this process is the leader: it reconciles, and tfjob_leader says so
-        # (0 would fire TFJobOperatorNoLeader for as long as it runs).
-        metrics.leader.set(1)
-        leading.set()
-    else:
-        # Fencing: no write unless the Lease was renewed within the renew deadline (the Lease's own
-        # writes excepted). A leader frozen past it cannot finish a reconcile it had begun.
-        kube.write_fence = lambda _method, path: "/leases" in path or elector.holds_lease_now()
+    leadership = _Leadership(metrics, stop)
+    elector = _elector(kube, assembled.election, leadership)
 
     def ready() -> bool:
         return controller.caches_synced() and (elector is None or elector.healthy())
 
-    metrics_address = parse_address(args.metrics_addr)
-    if metrics_address is not None:
-        start_http_server(metrics_address[1], addr=metrics_address[0], registry=metrics.registry)
-    health_address = parse_address(args.health_addr)
-    health = HealthServer(health_address, ready) if health_address else None
-    if health is not None:
-        health.start()
-
-    recorder.start()
-    log.info("starting", namespaces=list(options.namespaces) or "all", workers=options.workers, server=kube.host,
-             kubeflow_tfjob=options.kubeflow_tfjob, serving_tfjobs=controller.caches.tfjobs is not None,
-             network_policy=options.network_policy, profiles=[p.name for p in profiles],
-             leader_election=f"{election.namespace}/{election.name}" if election else "off",
-             identity=election.identity if election else None)
+    health = _start_endpoints(args, metrics, ready)
+    assembled.recorder.start()
+    _log_starting(assembled)
     controller.start_informers()
     validation.prepare()  # while the caches fill
-    election_thread = None
-    if elector is not None:
-        def elect() -> None:
-            try:
-                elector.run(stop)
-            except Exception:  # a bug in the election must not leave a leader that no longer renews
-                log.exception("leader election crashed")
-                on_lost_leadership()
-
-        election_thread = threading.Thread(target=elect, name="leader-election", daemon=True)
-        election_thread.start()
-
-    while not stop.is_set() and not controller.wait_for_sync(timeout=1.0):
-        pass
-    if not stop.is_set():
-        log.info("caches synced" + ("; waiting for the leader lease" if not leading.is_set() else ""))
-    while not stop.is_set() and not leading.wait(timeout=0.5):
-        pass
-    if not stop.is_set():
-        log.info("starting workers", workers=options.workers)
-        controller.start_workers()
-        stop.wait()
+    election_thread = _start_election(elector, leadership) if elector is not None else None
+    _reconcile_once_leading(controller, assembled.options.workers, leadership)
 
     controller.stop()
     if elector is not None and election_thread is not None:
@@ -187,12 +186,81 @@ def run(args: argparse.Namespace) -> int:
         if elector.is_leader():
             elector.release()
     metrics.leader.set(0)
-    recorder.stop()
+    assembled.recorder.stop()
     if health is not None:
         health.stop()
     kube.close()
     log.info("stopped")
     return 0
+
+
+def _elector(kube: Kube, election: LeaderElectionConfig | None, leadership: _Leadership) -> LeaderElector | None:
+    """The Lease's elector, its writes fencing the client's; None without `--leader-elect`, when this
+    process leads from the start."""
+    if election is None:
+        # Without an election this process is the leader: it reconciles, and tfjob_leader says so
+        # (0 would fire TFJobOperatorNoLeader for as long as it runs).
+        leadership.started_leading()
+        return None
+    elector = LeaderElector(kube, election, on_started_leading=leadership.started_leading,
+                            on_lost_leadership=leadership.lost_leadership)
+    # Fencing: no write unless the Lease was renewed within the renew deadline (the Lease's own
+    # writes excepted). A leader frozen past it cannot finish a reconcile it had begun.
+    kube.write_fence = lambda _method, path: "/leases" in path or elector.holds_lease_now()
+    return elector
+
+
+def _start_endpoints(args: argparse.Namespace, metrics: ControllerMetrics,
+                     ready: Callable[[], bool]) -> HealthServer | None:
+    """Serve /metrics and /healthz, /readyz unless their address is '0'; the health server to stop."""
+    metrics_address = parse_address(args.metrics_addr)
+    if metrics_address is not None:
+        start_http_server(metrics_address[1], addr=metrics_address[0], registry=metrics.registry)
+    health_address = parse_address(args.health_addr)
+    health = HealthServer(health_address, ready) if health_address else None
+    if health is not None:
+        health.start()
+    return health
+
+
+def _log_starting(assembled: _Assembled) -> None:
+    """One line with what this process serves and how, for whoever reads why it behaves as it does."""
+    options, election = assembled.options, assembled.election
+    log.info("starting", namespaces=list(options.namespaces) or "all", workers=options.workers,
+             server=assembled.kube.host, kubeflow_tfjob=options.kubeflow_tfjob,
+             serving_tfjobs=assembled.controller.caches.tfjobs is not None,
+             network_policy=options.network_policy, profiles=[p.name for p in assembled.profiles],
+             leader_election=f"{election.namespace}/{election.name}" if election else "off",
+             identity=election.identity if election else None)
+
+
+def _start_election(elector: LeaderElector, leadership: _Leadership) -> threading.Thread:
+    """Run the election on its own thread until the stop; a crash in it counts as a lost Lease."""
+    def elect() -> None:
+        try:
+            elector.run(leadership.stop)
+        except Exception:  # a bug in the election must not leave a leader that no longer renews
+            log.exception("leader election crashed")
+            leadership.lost_leadership()
+
+    election_thread = threading.Thread(target=elect, name="leader-election", daemon=True)
+    election_thread.start()
+    return election_thread
+
+
+def _reconcile_once_leading(controller: Controller, workers: int, leadership: _Leadership) -> None:
+    """Wait for the caches, then for the Lease, then run the workers until the stop."""
+    stop, leading = leadership.stop, leadership.leading
+    while not stop.is_set() and not controller.wait_for_sync(timeout=1.0):
+        pass
+    if not stop.is_set():
+        log.info("caches synced" + ("; waiting for the leader lease" if not leading.is_set() else ""))
+    while not stop.is_set() and not leading.wait(timeout=0.5):
+        pass
+    if not stop.is_set():
+        log.info("starting workers", workers=workers)
+        controller.start_workers()
+        stop.wait()
 
 
 def missing_pod_group_api(kube: Kube, options: ControllerOptions) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
@@ -197,47 +197,54 @@ def _production_flags(command: argparse.ArgumentParser) -> None:
                          help="start-up profiles: env vars and args by TensorFlow image (YAML; docs/production.md)")
 
 
+def _run_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags of `run`, apart from `build_parser` so each stays readable: the API client, leader
+    election, the endpoints, what the controller serves, the production flags `render` shares, logging."""
+    parser.add_argument("--kubeconfig", help="kubeconfig file (out of cluster); default: in-cluster config")
+    parser.add_argument("--context", help="kubeconfig context")
+    parser.add_argument("--namespace", action="append", default=[], help="watch only this namespace (repeatable)")
+    parser.add_argument("--workers", type=int, default=DEFAULTS.workers,
+                        help=f"reconcile worker threads (default {DEFAULTS.workers})")
+    parser.add_argument("--qps", type=float, default=500.0, help="client-side API QPS limit (default 500)")
+    parser.add_argument("--burst", type=int, default=1000, help="client-side API burst (default 1000)")
+    parser.add_argument("--leader-elect", action="store_true", help="use a Lease so only one replica reconciles")
+    parser.add_argument("--leader-election-namespace", default="",
+                        help="namespace of the Lease (default: $POD_NAMESPACE, else the pod's own namespace)")
+    parser.add_argument("--leader-election-id", default="tfjob-operator",
+                        help="name of the Lease (default tfjob-operator)")
+    parser.add_argument("--lease-duration", type=float, default=15.0,
+                        help="seconds a standby waits after the last renewal before taking over (default 15)")
+    parser.add_argument("--renew-deadline", type=float, default=10.0,
+                        help="seconds the leader keeps retrying a renewal before it gives up and exits (default 10)")
+    parser.add_argument("--retry-period", type=float, default=2.0,
+                        help="seconds between attempts to acquire or renew the Lease (default 2)")
+    parser.add_argument("--metrics-addr", default=":8080", help="Prometheus /metrics address ('0' to disable)")
+    parser.add_argument("--health-addr", default=":8081", help="/healthz and /readyz address ('0' to disable)")
+    parser.add_argument("--cluster-domain", default=DEFAULTS.cluster_domain,
+                        help="cluster DNS domain appended to TF_CONFIG addresses")
+    parser.add_argument("--resync", type=float, default=DEFAULTS.resync,
+                        help="informer resync period in seconds (0: off)")
+    parser.add_argument("--kueue", choices=["auto", "on", "off"], default=DEFAULTS.kueue,
+                        help="queue jobs labelled kueue.x-k8s.io/queue-name through Kueue "
+                        "(auto: when its API is served)")
+    parser.add_argument("--kubeflow-tfjob", choices=["auto", "on", "off"], default=DEFAULTS.kubeflow_tfjob,
+                        help="serve Kubeflow's TFJob kind too (auto: when this project's TFJob CRD is served; "
+                        "off: read and write no TFJob)")
+    parser.add_argument("--kubeflow-tfjob-without-managed-by", choices=["serve", "leave"],
+                        default=DEFAULTS.kubeflow_tfjob_without_managed_by,
+                        help="TFJobs whose runPolicy.managedBy is unset: serve them (default), or leave them to "
+                        "Kubeflow's training operator while it still runs")
+    _production_flags(parser)
+    parser.add_argument("--log-format", choices=["json", "console"], default=None, help="default: console on a tty")
+    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tfjob-operator", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
 
     run = commands.add_parser("run", help="run the controller")
-    run.add_argument("--kubeconfig", help="kubeconfig file (out of cluster); default: in-cluster config")
-    run.add_argument("--context", help="kubeconfig context")
-    run.add_argument("--namespace", action="append", default=[], help="watch only this namespace (repeatable)")
-    run.add_argument("--workers", type=int, default=DEFAULTS.workers,
-                     help=f"reconcile worker threads (default {DEFAULTS.workers})")
-    run.add_argument("--qps", type=float, default=500.0, help="client-side API QPS limit (default 500)")
-    run.add_argument("--burst", type=int, default=1000, help="client-side API burst (default 1000)")
-    run.add_argument("--leader-elect", action="store_true", help="use a Lease so only one replica reconciles")
-    run.add_argument("--leader-election-namespace", default="",
-                     help="namespace of the Lease (default: $POD_NAMESPACE, else the pod's own namespace)")
-    run.add_argument("--leader-election-id", default="tfjob-operator",
-                     help="name of the Lease (default tfjob-operator)")
-    run.add_argument("--lease-duration", type=float, default=15.0,
-                     help="seconds a standby waits after the last renewal before taking over (default 15)")
-    run.add_argument("--renew-deadline", type=float, default=10.0,
-                     help="seconds the leader keeps retrying a renewal before it gives up and exits (default 10)")
-    run.add_argument("--retry-period", type=float, default=2.0,
-                     help="seconds between attempts to acquire or renew the Lease (default 2)")
-    run.add_argument("--metrics-addr", default=":8080", help="Prometheus /metrics address ('0' to disable)")
-    run.add_argument("--health-addr", default=":8081", help="/healthz and /readyz address ('0' to disable)")
-    run.add_argument("--cluster-domain", default=DEFAULTS.cluster_domain,
-                     help="cluster DNS domain appended to TF_CONFIG addresses")
-    run.add_argument("--resync", type=float, default=DEFAULTS.resync,
-                     help="informer resync period in seconds (0: off)")
-    run.add_argument("--kueue", choices=["auto", "on", "off"], default=DEFAULTS.kueue,
-                     help="queue jobs labelled kueue.x-k8s.io/queue-name through Kueue (auto: when its API is served)")
-    run.add_argument("--kubeflow-tfjob", choices=["auto", "on", "off"], default=DEFAULTS.kubeflow_tfjob,
-                     help="serve Kubeflow's TFJob kind too (auto: when this project's TFJob CRD is served; "
-                     "off: read and write no TFJob)")
-    run.add_argument("--kubeflow-tfjob-without-managed-by", choices=["serve", "leave"],
-                     default=DEFAULTS.kubeflow_tfjob_without_managed_by,
-                     help="TFJobs whose runPolicy.managedBy is unset: serve them (default), or leave them to "
-                     "Kubeflow's training operator while it still runs")
-    _production_flags(run)
-    run.add_argument("--log-format", choices=["json", "console"], default=None, help="default: console on a tty")
-    run.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    _run_flags(run)
     run.set_defaults(func=_run)
 
     render_help = ("print what the controller creates for a job (NetworkPolicy, PodGroup, Service, Pods), planned "
@@ -264,8 +271,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    command: Callable[[argparse.Namespace], int] = args.func  # what `set_defaults` gave the subcommand
     try:
-        return args.func(args)
+        return command(args)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
