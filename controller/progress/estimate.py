@@ -32,7 +32,8 @@ def fraction_done(report: Mapping[str, Any]) -> float | None:
     """0..1 (a step past the total counts as done), or None without a total to divide by."""
     for done, total in (("step", "totalSteps"), ("epoch", "totalEpochs")):
         if report.get(done) is not None and report.get(total):
-            return min(1.0, report[done] / report[total])
+            fraction: float = report[done] / report[total]  # numbers of a JSON report, typed as such
+            return min(1.0, fraction)
     return None
 
 
