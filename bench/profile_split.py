@@ -52,9 +52,11 @@ _LIBRARY_MARKERS = (
 )
 _OWN_PACKAGES = ("controller/", "informers/", "workqueue/", "tfconfig/", "kube/", "job/", "kueue/",
                  "process/", "kubeflow/")
+# The reconciler's functions that write children; `_write_owned` carries out the owned types'
+# writes (NetworkPolicy, PodGroup) through controller/companions.py.
 _CHILD_WRITES = ("reconciler.py:_create_pods", "reconciler.py:_create_pod", "reconciler.py:_create_service",
                  "reconciler.py:_delete_pods", "reconciler.py:_delete_pod", "reconciler.py:_delete_service",
-                 "reconciler.py:_network_policy", "reconciler.py:_delete_job")
+                 "reconciler.py:_write_owned", "reconciler.py:_delete_job")
 
 
 def _file(frame: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import sys
 from pathlib import Path
@@ -54,3 +55,19 @@ def test_split_weights_each_stack_by_its_count_and_totals_them() -> None:
     assert cells[("create/delete children", "JSON")] == 600
     table = profile_split.table(cells, total, 1e-6)
     assert "| create/delete children | 0.00 s (60 %)" in table
+
+
+def test_writing_an_owned_type_is_child_work() -> None:
+    frames = ["controller/controller.py:_worker", "controller/reconciler.py:reconcile",
+              "controller/reconciler.py:_act", "controller/reconciler.py:_write_owned",
+              "controller/companions.py:carry_out", "kube/client.py:create"]
+    assert profile_split.purpose("worker-N", frames) == "create/delete children"
+
+
+def test_every_child_write_names_a_function_the_reconciler_defines() -> None:
+    """A renamed reconciler function would silently move its CPU to "reconcile"."""
+    source = (Path(__file__).resolve().parents[2] / "controller" / "reconciler.py").read_text(encoding="utf-8")
+    defined = {node.name for node in ast.walk(ast.parse(source))
+               if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    named = {entry.split(":", 1)[1] for entry in profile_split._CHILD_WRITES} | {"_write_status"}
+    assert named - defined == set()
