@@ -54,7 +54,7 @@ from kube.discovery import Discovery
 from kube.errors import FENCED_REASON, ApiError, ConfigError
 from kube.paths import ParsedPath, parse_path, query_pairs, request_verb, resource_path
 from kube.throttle import TokenBucket
-from kube.transport import AnswerTooLarge, ConnectionPool, DeadlineExceeded, tls_context
+from kube.transport import ConnectionPool, read_pieces, tls_context
 from kube.watch import LineStream, TextStream, WatchStream
 
 
@@ -510,7 +510,7 @@ class Kube:
         try:
             if bounds.max_bytes is None and bounds.deadline is None:
                 return int(response.status), response.data
-            return int(response.status), _read_urllib3_bounded(response, bounds, started)
+            return int(response.status), read_pieces(response, bounds.max_bytes, bounds.deadline, started)
         except (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError) as exc:
             with contextlib.suppress(Exception):
                 response.close()  # a connection with unread bytes must not go back to the pool
@@ -594,19 +594,3 @@ def _copy_configuration(configuration: Any) -> Any:
 
 
 
-
-def _read_urllib3_bounded(response: Any, bounds: _Bounds, started: float) -> bytes:
-    """`transport._read_bounded` for urllib3's responses (through an HTTP proxy): a piece at a time,
-    the deadline checked between pieces (each wait for bytes is bounded by the deadline itself)."""
-    pieces: list[bytes] = []
-    size = 0
-    while True:
-        if bounds.deadline is not None and time.monotonic() - started > bounds.deadline:
-            raise DeadlineExceeded(f"no complete answer within {bounds.deadline:g} s")
-        piece = response.read1(65536 if bounds.max_bytes is None else bounds.max_bytes + 1 - size)
-        if not piece:
-            return b"".join(pieces)
-        pieces.append(piece)
-        size += len(piece)
-        if bounds.max_bytes is not None and size > bounds.max_bytes:
-            raise AnswerTooLarge(bounds.max_bytes)

@@ -39,8 +39,10 @@ import time
 import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["AnswerTooLarge", "ConnectFailed", "ConnectionPool", "DeadlineExceeded", "Response", "tls_context"]
+__all__ = ["AnswerTooLarge", "ConnectFailed", "ConnectionPool", "DeadlineExceeded", "Response", "read_pieces",
+           "tls_context"]
 
 IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 _CLOSED_UNDER_US = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
@@ -109,6 +111,24 @@ def _read_bounded(answer: http.client.HTTPResponse, sock: socket.socket, read_ti
         size += len(piece)
         if limit is not None and size > limit:
             raise AnswerTooLarge(limit)
+
+
+def read_pieces(response: Any, max_body: int | None, deadline: float | None, started: float) -> bytes:
+    """`_read_bounded` for a response that only offers `read1` (urllib3's, behind an HTTP proxy): a
+    piece at a time, the deadline (seconds since `started`, on time.monotonic()) checked between
+    pieces, each wait for bytes bounded by the caller's read timeout."""
+    pieces: list[bytes] = []
+    size = 0
+    while True:
+        if deadline is not None and time.monotonic() - started > deadline:
+            raise DeadlineExceeded(f"no complete answer within {deadline:g} s")
+        piece = response.read1(65536 if max_body is None else max_body + 1 - size)
+        if not piece:
+            return b"".join(pieces)
+        pieces.append(piece)
+        size += len(piece)
+        if max_body is not None and size > max_body:
+            raise AnswerTooLarge(max_body)
 
 
 @dataclass(frozen=True)

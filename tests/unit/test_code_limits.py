@@ -21,12 +21,7 @@ MAX_FUNCTION_LINES = 60
 MAX_MODULE_LINES = 600
 
 # Modules over the limit on purpose, each with the reason; an entry goes once its module is split.
-MODULE_EXCEPTIONS: dict[str, str] = {
-    # The one importer of the official `kubernetes` client (see test_import_layers): its request,
-    # watch, stream and bounded-read paths share the connection pool and the client's configuration.
-    # Already split once (kube/discovery.py); the bounded progress reads brought it back to ~612.
-    "kube/client.py": "the kubernetes client's one importer, not yet split further",
-}
+MODULE_EXCEPTIONS: dict[str, str] = {}
 
 
 def _modules(packages: tuple[str, ...]) -> Iterator[Path]:
