@@ -106,6 +106,9 @@ def _read_bounded(answer: http.client.HTTPResponse, sock: socket.socket, read_ti
             limits.within(read_timeout)  # DeadlineExceeded when it was the deadline's wait that ran out
             raise
         if not piece:
+            # read1 leaves an answer whose Content-Length is used up open; read() closes it, or the
+            # kept-alive connection would refuse its next request (ResponseNotReady)
+            answer.read()
             return b"".join(pieces)
         pieces.append(piece)
         size += len(piece)

@@ -147,3 +147,13 @@ def test_the_client_gives_up_on_a_trickling_answer_at_the_deadline() -> None:
 def test_an_unbounded_request_still_reads_the_whole_answer() -> None:
     with hostile("small") as server, Kube.for_host(server.url) as kube:
         assert kube.request("GET", "/progress") == {"step": 5}
+
+
+def test_a_connection_that_served_a_bounded_read_serves_the_next_request() -> None:
+    with hostile("small") as server:
+        pool = ConnectionPool(server.url)
+        assert bounded_get(pool) == b'{"step": 5}'
+        assert pool.request("GET", "/api", body=None, headers={}, read_timeout=5.0).body == b'{"step": 5}'
+        assert bounded_get(pool) == b'{"step": 5}'
+        assert pool.connections_made == 1
+        pool.close()
