@@ -61,8 +61,10 @@ test: install binaries real-node-deps real-binaries images prometheus lint
 
 # The Helm chart (lint, template, its drift against the kustomize install, install and upgrade on the
 # local cluster), the Argo example under Argo's own offline lint, and jobs placed by the real
-# Coscheduling and Volcano gang schedulers.
-test-tools: install binaries helm argo scheduler-plugins volcano
+# Coscheduling and Volcano gang schedulers; and the chart's `helm test` on a real node (hence the
+# real-node set-up and the operator's image).
+test-tools: install binaries helm argo scheduler-plugins volcano real-node-deps real-binaries images
+	$(BIN)/python -m devcluster.images build --only operator
 	$(BIN)/pytest tests -m tools
 
 helm:
@@ -78,7 +80,7 @@ prometheus:
 # log following, NetworkPolicy, the operator in-cluster (about 25 min warm on two cores).
 test-real: install binaries real-node-deps real-binaries images
 	$(BIN)/python -m devcluster.images build --only operator
-	$(BIN)/pytest tests/real
+	$(BIN)/pytest tests/real -m "not tools"
 
 run: install binaries
 	$(BIN)/tfjob-devcluster demo
