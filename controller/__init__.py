@@ -28,8 +28,9 @@ root; the README's map stops at the packages):
   configuration, built once from the flags, with production's defaults), `caches.JobCaches` (the
   read side: informers and the lookups made in their caches), `handlers.JobEventHandlers` (an
   event becomes a job key on the queue: owner mapping, pod batching, echo dropping),
-  `owned` (one declaration per object type a job owns besides pods and its Service, which the
-  caches, handlers and reconciler iterate over), `reconciler.Reconciler` (observes, plans and
+  `owned` (one declaration per object type a job owns -- pods, Service, NetworkPolicy, PodGroup,
+  Kueue Workload --: watched, routed and written as it says; the caches, handlers and reconciler
+  iterate over them), `reconciler.Reconciler` (observes, plans and
   carries out one job's plan -- deletes, creates, status, events, TTL deletion -- reading through
   the read side), `observation` (what one reconcile observed, and its act phase's running state),
   `companions` (writes owned objects: its NetworkPolicy, PodGroup, any declared type), `outcome` (what one

@@ -18,11 +18,11 @@ What is watched, and why:
   a start that raced the CRD's publication in discovery is corrected by the next re-read
   (docs/kubeflow.md). TFJobs another controller runs (`runPolicy.managedBy`,
   `controller.job.kubeflow.ownership`) are cached but never read as jobs.
-* Pods and Services carrying the job-name label. Pods are cached as the pod cache keeps them
-  (`controller.job.podcache`) and indexed by node; jobs and Services share their repeated strings
-  (thousands of them repeat the same labels).
-* Each owned type `controller.owned` declares, carrying the job-name label (`get_owned` reads them
-  by kind): the two below, and any other declared type, from the start unless it is lazy.
+* Each owned type `controller.owned` declares, as it declares it (its label selector and store;
+  `get_owned` reads them by kind), from the start unless it is lazy: the pods and Services carrying
+  the job-name label (pods cached as the pod cache keeps them, `controller.job.podcache`, and indexed
+  by node; jobs and Services share their repeated strings -- thousands of them repeat the same
+  labels), the two below, the Kueue Workload (further below) and any other declared type.
 * NetworkPolicies carrying the job-name label: from the start with `--network-policy=on` (so one
   deleted or edited by hand is put back at once); with `off`, only from the first job that asks
   for a policy (`owned_cache`), so an operator whose jobs ask for none needs no grant on
@@ -30,8 +30,8 @@ What is watched, and why:
 * The gang scheduler's PodGroups carrying the job-name label, only with `--gang-scheduler` (with
   `none`, no PodGroup is ever read or written).
 * Nodes, only cluster-wide (they are cluster-scoped): a pod on a lost node is repaired.
-* Kueue's Workloads and ResourceFlavors when Kueue is used (`--kueue`; auto: when its API is served,
-  checked once at start: install Kueue first).
+* Kueue's Workloads (declared when Kueue is used: `uses_kueue`) and ResourceFlavors when Kueue is
+  used (`--kueue`; auto: when its API is served, checked once at start: install Kueue first).
 
 Informers started after the others (TFJobs, NetworkPolicies) are handed to `on_informer` (the
 controller's handlers wire them) and count in `synced()` as soon as they exist.
@@ -45,29 +45,22 @@ from typing import Any
 
 import structlog
 
-from controller.job import podcache
 from controller.job.kinds import TENSORFLOWJOB, TFJOB, JobKind, parse_key
 from controller.job.netpol import KIND as NETWORK_POLICY_KIND
 from controller.kueue import protocol as kueue
 from controller.options import ControllerOptions
-from controller.owned import OwnedType, declarations
+from controller.owned import KUEUE_WORKLOAD, NODE_INDEX, POD, SERVICE, OwnedType, declarations, shared_store
 from informers.factory import InformerFactory
 from informers.informer import SharedInformer
-from informers.store import CONTROLLER_UID_INDEX, Store, default_indexers, slim_and_share
+from informers.store import CONTROLLER_UID_INDEX
 from kube import ApiError, Kube
 from kube.clock import REAL_CLOCK, Clock
 from tfjob_api import kubeflow
-from tfjob_api.names import GROUP, JOB_NAME_LABEL, PLURAL, VERSION
+from tfjob_api.names import GROUP, PLURAL, VERSION
 
 log = structlog.get_logger(__name__)
 
-NODE_INDEX = "node"
 TFJOB_INFORMER = "tfjobs"
-
-
-def _index_by_node(obj: Mapping[str, Any]) -> list[str]:
-    node = (obj.get("spec") or {}).get("nodeName")
-    return [node] if node else []
 
 
 def node_is_ready(node: Mapping[str, Any]) -> bool:
@@ -87,6 +80,15 @@ def tfjob_listing_is_ours(listing: Mapping[str, Any] | None) -> bool:
                and kubeflow.OPERATOR_CATEGORY in (r.get("categories") or []) for r in resources or [])
 
 
+def uses_kueue(kube: Kube, options: ControllerOptions) -> bool:
+    """Whether jobs are queued through Kueue (`--kueue`; auto: whether its Workload API is served,
+    asked once, now). Raises ApiError when discovery cannot be read."""
+    if options.use_kueue is not None:
+        return options.use_kueue
+    # crds=False: the operator is granted nothing on CustomResourceDefinitions
+    return kube.has_api(kueue.GROUP, kueue.VERSION, kueue.WORKLOAD_KIND, crds=False)
+
+
 def tfjob_crd_is_ours(kube: Kube) -> bool:
     """`tfjob_listing_is_ours` of the API server's current listing, read now (never from a cache).
     Raises ApiError when discovery cannot be read (a 404 is an answer: not served)."""
@@ -103,7 +105,9 @@ class JobCaches:
     """The informers of one controller and the reads made from their caches (never mutated).
 
     With `auto` options the constructor asks the API server which APIs are served (Kueue, this
-    project's TFJob CRD), so it raises ApiError when the server cannot be reached."""
+    project's TFJob CRD), so it raises ApiError when the server cannot be reached. `owned` are the
+    declared types (`controller.owned`; by default those of `options`, with the Kueue Workload when
+    Kueue is used); the Kueue Workload among them means Kueue is used."""
 
     def __init__(self, kube: Kube, options: ControllerOptions, *, clock: Clock = REAL_CLOCK,
                  on_relist: Callable[[str], None] | None = None, owned: Sequence[OwnedType] | None = None) -> None:
@@ -118,14 +122,12 @@ class JobCaches:
         self.discovery_period = options.discovery_period
         build = self.factory.for_resource
         self.jobs = build("tensorflowjobs", GROUP, VERSION, PLURAL, resync_period=options.resync,
-                          store=_shared_store())
-        self.pods = build("pods", "", "v1", "pods", label_selector=JOB_NAME_LABEL,
-                          store=Store({**default_indexers(), NODE_INDEX: _index_by_node}, transform=podcache.project))
-        self.services = build("services", "", "v1", "services", label_selector=JOB_NAME_LABEL, store=_shared_store())
-        self.nodes = build("nodes", "", "v1", "nodes", namespaced=False) if options.watch_nodes else None
-        self.owned = tuple(owned) if owned is not None else declarations(options)
+                          store=shared_store())
+        self.owned = (tuple(owned) if owned is not None
+                      else declarations(options, kueue_workloads=uses_kueue(kube, options)))
         self._owned: dict[str, SharedInformer | None] = {
             declared.kind: None if declared.lazy else self._build_owned(declared) for declared in self.owned}
+        self.nodes = build("nodes", "", "v1", "nodes", namespaced=False) if options.watch_nodes else None
         self.tfjobs: SharedInformer | None = None
         self._informers: dict[JobKind, SharedInformer | None] = {TENSORFLOWJOB: self.jobs, TFJOB: None}
         self.follows_tfjob_crd = options.serve_tfjobs is None
@@ -133,14 +135,8 @@ class JobCaches:
         if serve_tfjobs is None:
             serve_tfjobs = tfjob_crd_is_ours(kube)
         self.serve_tfjobs(serve_tfjobs)
-        use_kueue = options.use_kueue
-        if use_kueue is None:
-            # crds=False: the operator is granted nothing on CustomResourceDefinitions
-            use_kueue = kube.has_api(kueue.GROUP, kueue.VERSION, kueue.WORKLOAD_KIND, crds=False)
-        self.workloads = (build("workloads", kueue.GROUP, kueue.VERSION, kueue.WORKLOAD_PLURAL,
-                                label_selector=kueue.JOB_UID_LABEL) if use_kueue else None)
         self.flavors = (build("resourceflavors", kueue.GROUP, kueue.VERSION, "resourceflavors", namespaced=False)
-                        if use_kueue else None)
+                        if self.workloads is not None else None)
 
     # ---- the informers that start and stop while the others run --------------------------------
 
@@ -153,7 +149,7 @@ class JobCaches:
                 return False
             if serve:
                 informer = self.factory.for_resource(TFJOB_INFORMER, TFJOB.group, TFJOB.version, TFJOB.plural,
-                                                     resync_period=self._resync, store=_shared_store())
+                                                     resync_period=self._resync, store=shared_store())
                 self.tfjobs = informer
                 self._informers[TFJOB] = informer
                 self._announce(TFJOB_INFORMER, informer)
@@ -208,13 +204,30 @@ class JobCaches:
         return self._owned.get(kind)
 
     @property
+    def pods(self) -> SharedInformer:
+        informer = self._owned.get(POD.kind)
+        assert informer is not None, "the pods are always declared"
+        return informer
+
+    @property
+    def services(self) -> SharedInformer:
+        informer = self._owned.get(SERVICE.kind)
+        assert informer is not None, "the Services are always declared"
+        return informer
+
+    @property
     def network_policies(self) -> SharedInformer | None:
         return self._owned.get(NETWORK_POLICY_KIND)
+
+    @property
+    def workloads(self) -> SharedInformer | None:
+        """Kueue's Workloads (None: Kueue is not used)."""
+        return self._owned.get(KUEUE_WORKLOAD.kind)
 
     def _build_owned(self, declared: OwnedType) -> SharedInformer:
         what = declared.companion
         return self.factory.for_resource(declared.informer, what.group, what.version, what.plural,
-                                         label_selector=JOB_NAME_LABEL, store=_shared_store())
+                                         label_selector=declared.label_selector, store=declared.store())
 
     def _announce(self, name: str, informer: SharedInformer) -> None:
         """Hand a late informer to `on_informer` (its handlers replay what it has cached so far)."""
@@ -306,8 +319,3 @@ class JobCaches:
         if self._follower is not None:
             self._follower.join(timeout)
         self.factory.stop(timeout)
-
-
-def _shared_store() -> Store:
-    """Thousands of jobs and Services repeat the same strings: the store caches one copy."""
-    return Store(default_indexers(), transform=slim_and_share)

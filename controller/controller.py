@@ -35,7 +35,7 @@ from controller.kueue.gate import KueueGate
 from controller.memory import JobMemory
 from controller.metrics import ControllerMetrics
 from controller.options import DEFAULTS, ControllerOptions
-from controller.owned import OwnedType, declarations
+from controller.owned import OwnedType
 from controller.progress.book import ProgressBook
 from controller.progress.poller import MAX_ANSWER_BYTES, READ_DEADLINE, ProgressPoller
 from controller.reconciler import Reconciler, RequeueError
@@ -50,8 +50,8 @@ log = structlog.get_logger(__name__)
 class Controller:
     """One controller: its caches, memory, queue, handlers and reconciler, and the workers that run
     them. With `auto` options it asks the API server which APIs are served, so building one raises
-    ApiError when the server cannot be reached. `owned` are the object types its jobs own besides
-    pods and Services (`controller.owned`; by default those `options` call for)."""
+    ApiError when the server cannot be reached. `owned` are the object types its jobs own
+    (`controller.owned`; by default those `options` call for, the Kueue Workload when Kueue is used)."""
 
     def __init__(
         self,
@@ -64,7 +64,6 @@ class Controller:
         owned: Sequence[OwnedType] | None = None,
     ) -> None:
         self.options = options
-        owned = tuple(owned) if owned is not None else declarations(options)
         self.metrics = metrics
         self.memory = JobMemory(clock, ProgressBook(clock, metrics))
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(
@@ -76,7 +75,7 @@ class Controller:
                 if self.caches.workloads is not None else None)
         self.reconciler = Reconciler(kube, self.caches, options, memory=self.memory, recorder=recorder,
                                      metrics=metrics, clock=clock, kueue_gate=gate,
-                                     owned_cache=self.caches.owned_cache, owned=owned)
+                                     owned_cache=self.caches.owned_cache, owned=self.caches.owned)
         self.handlers = JobEventHandlers(self.caches, self.queue, self.memory, options.pod_batch_period)
         self.handlers.wire()
         # Reads the progress of jobs with spec.progress through the API server's pod proxy (none: idle).

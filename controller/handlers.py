@@ -3,15 +3,17 @@
 Nothing else happens here -- no API call, no planning -- so an informer's thread is never held up.
 The rules of the routing, as client-go's sample-controller and Job controller have them:
 
-* A child (Pod, Service, Kueue Workload, each owned type `controller.owned` declares) maps to its
-  controlling job by the owner reference's kind *and* UID (`owner_key`), so a leftover pod of a
-  deleted job with the same name never wakes the new one, and one reconciler serves TensorFlowJobs
-  and TFJobs alike: a TFJob's key names its kind (`TFJob:namespace/name`, `controller.job.kinds`).
-  TFJobs another controller runs (`runPolicy.managedBy`) are never queued.
-* Pod additions and routine pod updates are batched per job for the options' `pod_batch_period`
+* A child (each owned type `controller.owned` declares: Pod, Service, NetworkPolicy, PodGroup, Kueue
+  Workload, ...) maps to its controlling job by the owner reference's kind *and* UID (`owner_key`),
+  so a leftover pod of a deleted job with the same name never wakes the new one, and one reconciler
+  serves TensorFlowJobs and TFJobs alike: a TFJob's key names its kind (`TFJob:namespace/name`,
+  `controller.job.kinds`). TFJobs another controller runs (`runPolicy.managedBy`) are never queued.
+* Each type's events are handled as its declaration's `routing` says. Pod additions and routine pod
+  updates are batched per job for the options' `pod_batch_period`
   (client-go's Job controller does the same): the delaying queue keeps one entry per key, so every
-  event of the job within the period folds into one reconcile. A job's Service or NetworkPolicy
-  arriving (almost always the one its reconcile just created) joins that batch.
+  event of the job within the period folds into one reconcile. A job's Service, NetworkPolicy or
+  PodGroup arriving (almost always the one its reconcile just created) joins that batch; every event
+  of a Kueue Workload goes in at once.
 * Updates that change nothing the pod cache keeps, or only bind the pod, are dropped, as is the
   echo of our own status write (`JobMemory.wrote`); deletions, failures and disruptions go straight
   in, so repairs stay immediate. A node turning (not) Ready or going away enqueues the jobs with
@@ -22,13 +24,14 @@ The rules of the routing, as client-go's sample-controller and Job controller ha
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from controller.caches import TFJOB_INFORMER, JobCaches, node_is_ready
 from controller.job import podcache
 from controller.job.kinds import TFJOB, kind_of_owner
 from controller.memory import JobMemory
+from controller.owned import OwnedType, Routing
 from informers.informer import SharedInformer
 from informers.store import controller_of, object_key
 from tfjob_api import podstate
@@ -49,24 +52,17 @@ class JobEventHandlers:
     def wire(self) -> None:
         """Register the handlers on every informer the caches run, and on those they start later
         (`JobCaches.on_informer`: TFJobs when their CRD appears, NetworkPolicies when first asked for).
-        Every owned type declared in `controller.owned` gets the child handlers."""
+        Every owned type declared in `controller.owned` gets the handlers its routing names."""
         caches = self.caches
         caches.jobs.add_event_handler(on_add=self.job_added, on_update=self.job_updated, on_delete=self.job_deleted)
-        caches.pods.add_event_handler(on_add=self.pod_added, on_update=self.pod_updated,
-                                      on_delete=self.child_deleted)
-        caches.services.add_event_handler(on_add=self.child_created, on_update=self.child_updated,
-                                          on_delete=self.child_deleted)
         if caches.tfjobs is not None:
             self.wire_informer(TFJOB_INFORMER, caches.tfjobs)
-        for declared in caches.owned:  # controller.owned: the NetworkPolicy, the PodGroup, ...
+        for declared in caches.owned:  # controller.owned: Pod, Service, NetworkPolicy, PodGroup, ...
             informer = caches.owned_informer(declared.kind)
             if informer is not None:
                 self.wire_informer(declared.informer, informer)
         if caches.nodes is not None:
             caches.nodes.add_event_handler(on_update=self.node_updated, on_delete=self.node_gone)
-        if caches.workloads is not None:
-            caches.workloads.add_event_handler(on_add=self.child_added, on_update=self.child_updated,
-                                               on_delete=self.child_deleted)
         caches.on_informer = self.wire_informer
 
     def wire_informer(self, name: str, informer: SharedInformer) -> None:
@@ -74,11 +70,21 @@ class JobEventHandlers:
         if name == TFJOB_INFORMER:
             informer.add_event_handler(on_add=self.tfjob_added, on_update=self.tfjob_updated,
                                        on_delete=self.tfjob_deleted)
-        elif name in {declared.informer for declared in self.caches.owned}:
-            informer.add_event_handler(on_add=self.child_created, on_update=self.child_updated,
-                                       on_delete=self.child_deleted)
-        else:
+            return
+        declared = next((d for d in self.caches.owned if d.informer == name), None)
+        if declared is None:
             raise ValueError(f"no handlers for informer {name!r}")
+        on_add, on_update = self._routed(declared)
+        informer.add_event_handler(on_add=on_add, on_update=on_update, on_delete=self.child_deleted)
+
+    def _routed(self, declared: OwnedType) -> tuple[Callable[[Mapping[str, Any]], None],
+                                                     Callable[[Mapping[str, Any], Mapping[str, Any]], None]]:
+        """The add and update handlers of an owned type's routing (a deletion is always `child_deleted`)."""
+        if declared.routing is Routing.PODS:
+            return self.pod_added, self.pod_updated
+        if declared.routing is Routing.AT_ONCE:
+            return self.child_added, self.child_updated
+        return self.child_created, self.child_updated
 
     # ---- jobs ------------------------------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""One declaration per object type a job owns besides its pods and Service, and the operator's list.
+"""One declaration per object type a job owns -- Pods, its Service, its NetworkPolicy, its gang
+scheduler's PodGroup, its Kueue Workload -- and the operator's list of them.
 
 An owned type is watched, routed, observed, planned and written in five places -- the informer
 caches (`controller.caches`), the event handlers (`controller.handlers`), the reconciler's observe
@@ -8,45 +9,81 @@ naming a type, the way controller-runtime's `Owns()` wires a type into a control
 `OwnedType` says:
 
 * its API coordinates and how the job's messages name it (`companion`: group, version, plural,
-  kind -- also its key in `Plan.children` and in the caches -- and the reason a body the API server
-  rejects fails the job with);
-* its informer (`informer`: the name; always selected by the job-name label) and whether it is
-  watched only from the first job that wants one (`lazy`: the NetworkPolicy with `--network-policy
-  off`, so an operator whose jobs ask for none needs no grant on them);
+  kind -- also its key in `Plan.children` and in the caches, unless `key` says otherwise -- and
+  the reason a body the API server rejects fails the job with);
+* its informer and cache (`informer`: the name; `label_selector`: which objects are watched, the
+  job-name label for all but the Workload, which Kueue labels with the job's UID; `store`: how they
+  are cached -- pods projected to what the planner reads and indexed by node, the others with
+  their repeated strings shared) and whether it is watched only from the first job that wants one
+  (`lazy`: the NetworkPolicy with `--network-policy off`, so an operator whose jobs ask for none
+  needs no grant on them);
+* how its events map to the job (`routing`): always by the controlling owner reference, then
+  `PODS` (an arrival lowers the creation expectation and joins the job's pod batch, routine
+  updates are batched, failures and deletions go in at once), `ROUTINE` (an arrival -- almost
+  always the object the job's reconcile just created -- joins the pod batch; a change or a deletion
+  enqueues the job at once) or `AT_ONCE` (every event: the Workload, whose admission the job
+  waits for); a deletion seen lowers the job's deletion expectation;
 * the name of a job's object (`object_name`), which job kinds have one (`for_kind`), and whether a
   job wants one (`wanted`: what starts a lazy type's informer; a job that wants one waits for it);
-* how its events map to the job: always by the controlling owner reference (`owner_key`), an
-  arrival joining the job's pod batch, a change or a deletion enqueueing it at once and lowering
-  the job's deletion expectation;
-* how the plan states the desired object: by the planner's own rule (None: NetworkPolicy and
-  PodGroup, which the pods depend on), or by the declaration's `rule` (`ChildRule`);
-* how it is written: created, patched under a resourceVersion guard and deleted by UID, and
-  whether the job's pods wait for it (`holds_pods`), all in `controller.companions`.
+* how the plan states the desired objects and who writes them (`writer`):
+  - `COMPANION` -- the plan carries one `Step` per type in `Plan.children`, from the planner's own
+    rule (NetworkPolicy and PodGroup, which the pods depend on) or from the declaration's `rule`
+    (`ChildRule`); `controller.companions` creates them before the pods, patches under a
+    resourceVersion guard and deletes by UID, and the pods wait for those that `holds_pods`;
+  - `PODS` -- the plan's `create_pods` / `delete_pods`, written by the reconciler in slow-start
+    batches with expectations per pod name (creates) and UID (deletes), and deleted for a reason
+    that is counted; their status feeds the job's;
+  - `SERVICE` -- the plan's `create_service` / `delete_service`, created beside the first pod batch
+    (not before the pods) and deleted with the job's cleanPodPolicy;
+  - `KUEUE` -- `controller.kueue.gate` creates and replaces it before the plan: the admission the
+    plan depends on, not a child the plan states.
 
-Pods stay special: their expectations are per name and per UID, they are created in slow-start
-batches and deleted for a reason that is counted, and their status feeds the job's; a shared shape
-would have to carry all of that for one type. The Service stays special too, because it is created
-beside the first pod batch, not before the pods, and it is deleted with a cleanPodPolicy. Kueue's
-Workload is not declared here: the Kueue gate (`controller.kueue.gate`) creates and replaces it
-before the plan, as the admission the plan depends on, not as a child the plan states.
+The pods' and the Service's writers stay their own because what they carry (slow start, counted
+deletions, per-name expectations) belongs to them alone; what every type shares -- coordinates,
+informer, cache, routing, ownership -- is declared here, once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from functools import partial
 from typing import Any
 
 from controller import companions
 from controller.companions import Companion
-from controller.job import netpol
+from controller.job import netpol, podcache
 from controller.job.children import ChildRule
 from controller.job.kinds import JobKind
+from controller.kueue import protocol as kueue
 from controller.options import ControllerOptions
+from informers.store import Store, default_indexers, slim_and_share
+from tfjob_api.names import JOB_NAME_LABEL
 
+POD_INFORMER = "pods"
+SERVICE_INFORMER = "services"
 NETWORK_POLICY_INFORMER = "networkpolicies"
 POD_GROUP_INFORMER = "podgroups"
+WORKLOAD_INFORMER = "workloads"
+NODE_INDEX = "node"
+
+
+class Routing(Enum):
+    """How a type's events reach the owning job (see the module docstring)."""
+
+    PODS = "pods"
+    ROUTINE = "routine"
+    AT_ONCE = "at once"
+
+
+class Writer(Enum):
+    """Who writes a type's objects, from which part of the plan (see the module docstring)."""
+
+    COMPANION = "companion"
+    PODS = "pods"
+    SERVICE = "service"
+    KUEUE = "kueue"
 
 
 def _same_name(job_name: str) -> str:
@@ -65,6 +102,21 @@ def _kinds_with_policies(kind: JobKind) -> bool:
     return kind.network_policy
 
 
+def _index_by_node(obj: Mapping[str, Any]) -> list[str]:
+    node = (obj.get("spec") or {}).get("nodeName")
+    return [node] if node else []
+
+
+def shared_store() -> Store:
+    """Thousands of jobs and Services repeat the same strings: the store caches one copy."""
+    return Store(default_indexers(), transform=slim_and_share)
+
+
+def pod_store() -> Store:
+    """Pods as the pod cache keeps them (`controller.job.podcache`), indexed by node as well."""
+    return Store({**default_indexers(), NODE_INDEX: _index_by_node}, transform=podcache.project)
+
+
 @dataclass(frozen=True)
 class OwnedType:
     """One object type a job owns (see the module docstring for what each field decides)."""
@@ -77,20 +129,45 @@ class OwnedType:
     rule: ChildRule | None = None
     lazy: bool = False
     holds_pods: bool = True
+    routing: Routing = Routing.ROUTINE
+    writer: Writer = Writer.COMPANION
+    label_selector: str = JOB_NAME_LABEL
+    store: Callable[[], Store] = shared_store
+    key: str | None = None
 
     @property
     def kind(self) -> str:
         """The type's key in `Plan.children` and in the caches."""
-        return self.companion.kind
+        return self.key or self.companion.kind
 
 
-def declarations(options: ControllerOptions, extra: Sequence[OwnedType] = ()) -> tuple[OwnedType, ...]:
-    """The owned types of an operator run with `options`, in the order they are written (the
-    NetworkPolicy first, then the gang scheduler's PodGroup, then `extra`)."""
+POD = OwnedType(Companion("Pod", "", "v1", "pods", "InvalidPodTemplate"), POD_INFORMER,
+                routing=Routing.PODS, writer=Writer.PODS, store=pod_store)
+SERVICE = OwnedType(Companion("Service", "", "v1", "services", "InvalidService"), SERVICE_INFORMER,
+                    writer=Writer.SERVICE)
+# Keyed apart from Kubernetes' own scheduling.k8s.io Workload, which a gang scheduler may declare.
+KUEUE_WORKLOAD = OwnedType(
+    Companion(kueue.WORKLOAD_KIND, kueue.GROUP, kueue.VERSION, kueue.WORKLOAD_PLURAL, "InvalidWorkload"),
+    WORKLOAD_INFORMER, routing=Routing.AT_ONCE, writer=Writer.KUEUE, label_selector=kueue.JOB_UID_LABEL,
+    key=f"{kueue.WORKLOAD_KIND}.{kueue.GROUP}")
+
+
+def declarations(options: ControllerOptions, extra: Sequence[OwnedType] = (), *,
+                 kueue_workloads: bool = False) -> tuple[OwnedType, ...]:
+    """The owned types of an operator run with `options`, in the order they are watched and written:
+    the pods and the Service, then the companions (the NetworkPolicy, the gang scheduler's PodGroup,
+    then `extra`), then the Kueue Workload when Kueue is used (`kueue_workloads`: decided by the
+    caller, which may have to ask the API server)."""
     default_on = options.network_policy_default
     policy = OwnedType(companions.NETWORK_POLICY, NETWORK_POLICY_INFORMER, object_name=netpol.policy_name,
                        for_kind=_kinds_with_policies, wanted=partial(netpol.wanted, default_on=default_on),
                        lazy=not default_on)
     gang = options.gang
     group = () if gang is None else (OwnedType(companions.pod_group(gang), POD_GROUP_INFORMER),)
-    return (policy, *group, *extra)
+    workload = (KUEUE_WORKLOAD,) if kueue_workloads else ()
+    return (POD, SERVICE, policy, *group, *extra, *workload)
+
+
+def written_by(owned: Sequence[OwnedType], writer: Writer) -> tuple[OwnedType, ...]:
+    """The declared types one writer carries out, in their declared order."""
+    return tuple(declared for declared in owned if declared.writer is writer)

@@ -71,7 +71,7 @@ from controller.metrics import ControllerMetrics
 from controller.observation import Acting, Observation, ObservedChild
 from controller.options import DEFAULTS, ControllerOptions
 from controller.outcome import Outcome, classify, owned_by
-from controller.owned import OwnedType, declarations
+from controller.owned import OwnedType, Writer, declarations, written_by
 from kube import ApiError, Kube, resource_path
 from kube.clock import REAL_CLOCK, Clock
 from kube.retry import retry_transient
@@ -123,12 +123,12 @@ class Reconciler:
     ) -> None:
         """`caches` is the read side (`controller.caches.JobCaches` in the controller); `options`
         give the cluster domain, the NetworkPolicy default, the start-up profiles for new pods and
-        the size of the create pool. `owned` are the owned types (`controller.owned`; by default
-        those of `options`). `owned_cache(kind, wanted)` says whether the cache of a lazy owned type
-        (the NetworkPolicy's) can answer for a job, and starts it when the job wants such an object
-        (`JobCaches.owned_cache`); None: it always can (a cache that watches them from the start)."""
+        the size of the create pool. `owned` are the owned types (`controller.owned`; by default those of `options`):
+        it writes the companions (the others have writers of their own). `owned_cache(kind, wanted)` says whether the
+        cache of a lazy owned type (the NetworkPolicy's) can answer for a job, and starts it when the job wants such
+        an object (`JobCaches.owned_cache`); None: it always can (a cache that watches them from the start)."""
         self.owned_cache = owned_cache
-        self.owned = tuple(owned) if owned is not None else declarations(options)
+        self.owned = written_by(tuple(owned) if owned is not None else declarations(options), Writer.COMPANION)
         self.kube = kube
         self.kueue_gate = kueue_gate
         self.network_policy_default = options.network_policy_default

@@ -1,10 +1,13 @@
 """An owned type is one declaration and one plan rule: the caches watch it, the handlers route its
 events to the owning job, and the reconcile loop creates, repairs and deletes it -- with no edit of
-the caches, the handlers or the reconciler (a made-up `Widget`, client mocked)."""
+the caches, the handlers or the reconciler (a made-up `Widget`, client mocked). Every type a job
+owns -- its pods and Service and its Kueue Workload too -- is such a declaration, watched and routed
+as it declares."""
 
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 from unittest.mock import Mock
@@ -17,7 +20,7 @@ from controller.controller import Controller
 from controller.job.builders import owned_metadata
 from controller.job.children import ChildSituation, Step
 from controller.options import ControllerOptions
-from controller.owned import OwnedType, declarations
+from controller.owned import OwnedType, Routing, Writer, declarations
 from informers.informer import SharedInformer
 from kube.clock import FakeClock
 from tests.support.jobs import role, tfjob
@@ -144,3 +147,43 @@ def test_a_finished_jobs_declared_object_is_deleted_by_uid(controller: Controlle
     controller.process("ns/j")
     [delete] = widget_calls(kube.delete)
     assert delete.args == (f"{WIDGETS}/j-widget",) and delete.kwargs["uid"] == "widget-uid"
+
+
+def test_a_declared_types_arrival_joins_the_pod_batch_and_its_change_goes_in_at_once(
+        controller: Controller, kube: Mock) -> None:
+    controller.process("ns/j")
+    widget = stored_widget(kube)
+    widgets(controller).on_event("ADDED", widget)
+    assert drain(controller) == []  # routine: folded into the job's pod batch, not a reconcile of its own
+    edited = {**copy.deepcopy(widget), "spec": {"workers": 7}}
+    edited["metadata"]["resourceVersion"] = "6"
+    widgets(controller).on_event("MODIFIED", edited)
+    assert drain(controller) == ["ns/j"]
+
+
+def test_a_type_declared_to_route_at_once_wakes_its_job_on_arrival(kube: Mock) -> None:
+    options = ControllerOptions(kueue="off")
+    urgent = replace(WIDGET, routing=Routing.AT_ONCE)
+    made = Controller(kube, options, clock=FakeClock(wall=NOW), owned=declarations(options, extra=[urgent]))
+    made.caches.jobs.on_event("ADDED", make_job())
+    drain(made)
+    made.process("ns/j")
+    informer = made.caches.owned_informer("Widget")
+    assert informer is not None
+    informer.on_event("ADDED", stored_widget(kube))
+    assert drain(made) == ["ns/j"]
+
+
+def test_every_object_a_job_owns_is_one_declaration_watched_as_it_declares(kube: Mock) -> None:
+    options = ControllerOptions(kueue="on", network_policy="on", namespaces=("ns",))
+    made = Controller(kube, options, owned=declarations(options, extra=[WIDGET], kueue_workloads=True))
+    assert [(d.kind, d.writer) for d in made.caches.owned] == [
+        ("Pod", Writer.PODS), ("Service", Writer.SERVICE), ("NetworkPolicy", Writer.COMPANION),
+        ("Widget", Writer.COMPANION), ("Workload.kueue.x-k8s.io", Writer.KUEUE)]
+    watched = {name: [r.lister_watcher.description for r in informer.reflectors]
+               for name, informer in made.caches.factory.informers.items()}
+    assert watched["pods"] == ["/api/v1/namespaces/ns/pods (tensorflowjob.kubeflow.org/job-name)"]
+    assert watched["workloads"] == ["/apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads (kueue.x-k8s.io/job-uid)"]
+    assert made.caches.workloads is made.caches.owned_informer("Workload.kueue.x-k8s.io")
+    # Only the companions are written by the companion writer; the others have writers of their own.
+    assert [d.kind for d in made.reconciler.owned] == ["NetworkPolicy", "Widget"]
