@@ -7,8 +7,8 @@ pod's phase, node, restarts, TF_CONFIG task and age, then the problems in the wo
 decided — the scheduler's message for a pending pod (`persistentvolumeclaim "data" not found`), the
 kubelet's for a waiting or failed container, the operator's for a job that cannot run (a quota, a
 name conflict, a queue) — and the last events of the job and its pods. Each role shows its counted
-restarts and what is left of its own `backoffLimit`, and the job's failure rules are listed in order. Pure: dicts and the current
-time in, text out.
+restarts and what is left of its own `backoffLimit`, and the job's failure rules are listed in order.
+Pure: dicts and the current time in, text out.
 """
 
 from __future__ import annotations
