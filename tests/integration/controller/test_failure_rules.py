@@ -90,3 +90,17 @@ def test_a_worker_budget_of_one_fails_on_the_second_worker_failure_while_the_eva
     failed = tfjobs.wait_condition("rb", "Failed", "BackoffLimitExceeded", timeout=30)
     assert "spec.worker.backoffLimit=1" in failed["message"]
     assert tfjobs.status("rb")["replicaStatuses"]["evaluator"]["restartsLeft"] == 2
+
+
+def test_bad_rules_are_refused_at_apply_time_naming_the_field(tfjobs: Any) -> None:
+    result = tfjobs.apply_yaml(
+        "apiVersion: kubeflow.org/v1\nkind: TensorFlowJob\nmetadata: {name: bad-rules}\n"
+        "spec:\n  worker: {replicas: 1, template: {spec: {containers: [{name: tensorflow, image: tf}]}}}\n"
+        "  failurePolicy:\n    rules:\n    - {action: FailJob}\n"
+        "    - {action: FailJob, onExitCodes: {operator: In, values: [0]}}\n"
+        "    - {action: Ignore, roles: [evaluator]}\n")
+    assert result.returncode != 0
+    assert "spec.failurePolicy.rules[0]: Invalid value" in result.stderr and "at least one of roles" in result.stderr
+    assert "spec.failurePolicy.rules[1].onExitCodes" in result.stderr and "cannot list 0" in result.stderr
+    assert "names a role the job does not have" in result.stderr
+    assert tfjobs.get("bad-rules") is None
