@@ -58,6 +58,14 @@ def job_problems(job: Mapping[str, Any]) -> list[str]:
     return found
 
 
+def _job_budget(spec: Mapping[str, Any], status: Mapping[str, Any]) -> str:
+    """`backoffLimit 6, 5 left` (a TFJob without a limit: `no backoffLimit`)."""
+    limit = spec.get("backoffLimit", 6)
+    if not isinstance(limit, int):
+        return "no backoffLimit"
+    return f"backoffLimit {limit}, {max(limit - int(status.get('restartCount') or 0), 0)} left"
+
+
 def _budget(role_spec: Mapping[str, Any], replica_status: Mapping[str, Any]) -> list[str]:
     """A role's counted restarts, and what is left of its own backoffLimit (`-`: none of its own)."""
     restarts = str(replica_status.get("restarts", 0))
@@ -111,7 +119,7 @@ def describe(job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], events: 
         f"Created:      {created or '<unknown>'} ({age_since(created, now)} ago)",
         f"Started:      {status.get('startTime') or '<none>'}",
         f"Completed:    {status.get('completionTime') or '<none>'}",
-        f"Restarts:     {status.get('restartCount', 0)} (backoffLimit {spec.get('backoffLimit', 6)})",
+        f"Restarts:     {status.get('restartCount', 0)} ({_job_budget(spec, status)})",
     ]
     if spec.get("suspend"):
         lines.append("Suspend:      true")

@@ -73,7 +73,7 @@ def test_the_header_gives_state_restarts_and_roles() -> None:
     text = describe(running_job(worker=2), [], [], NOW)
 
     assert "State:        Running - JobRunning: running" in text
-    assert "Restarts:     1 (backoffLimit 6)" in text
+    assert "Restarts:     1 (backoffLimit 6, 5 left)" in text
     assert section(text, "Roles").splitlines()[2].split() == ["worker", "2", "2", "0", "0", "OnFailure", "0", "-"]
 
 
