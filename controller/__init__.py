@@ -11,7 +11,9 @@ root; the README's map stops at the packages):
   `refusals` (what the API server's refusals mean for a job), `builders` (pods and the
   Service), `preview` (what `tfjob-operator render` shows, asked of the planner), `validation` (the
   CRD's schema plus what it cannot say), `podcache` (what the pod cache keeps of a pod, which updates
-  matter), `mergepatch`; and the production features of docs/production.md: `stall` (a role's stall
+  matter), `mergepatch`; the failures: `failurepolicy` (what a failed pod means by the job's failure
+  rules), `failures` (the planner's failed pods: counts, budgets, retries) and `budgets` (per-role
+  restart budgets); and the production features of docs/production.md: `stall` (a role's stall
   probes) and `stalled` (restarts they most likely caused), `progress` (which pod reports its training
   progress, and where it is read), `netpol` (the job's NetworkPolicy), `gang` (the gang scheduler's
   PodGroup and what the pods carry for it) and `gang_schedulers` (what differs between Volcano and

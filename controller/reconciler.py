@@ -7,7 +7,7 @@ server) into one `controller.observation.Observation`. Plan: ask the pure
 `controller.job.plan.plan_job` what to do. Act: carry the plan out, step by step in `ACT_ORDER`,
 which is where every ordering rule below lives:
 
-* the status first when the failure count changed (count failures before deleting the failed pods);
+* the status first when the failure count changed or the job finishes (`Plan.status_first`);
 * deletes first (UID preconditions, so a recreated pod of the same name is never hit; 404 and a
   UID mismatch both mean "already gone"), with expectations raised before the call;
 * then each owned object, in its declared order (below);
@@ -254,11 +254,11 @@ class Reconciler:
     # ---- the act phase's steps, in `ACT_ORDER` ------------------------------------------------------
 
     def _count_failures_first(self, acting: Acting) -> None:
-        """Write the status first when the failure count changed: a crash between deleting the
-        failed pods and counting them must not lose one (the status names the pods it counted, so
-        none is counted twice either)."""
+        """Write the status first when the failure count changed or the plan finishes the job: a
+        crash between deleting the pods and writing must neither lose a failure nor revive a
+        finished job (the status names the pods it counted, so none is counted twice either)."""
         seen, plan = acting.seen, acting.plan
-        if plan.status.get("retriedFailures") == (acting.job.get("status") or {}).get("retriedFailures"):
+        if not plan.status_first(acting.job.get("status") or {}):
             return
         updated = self._write_status(seen.key, seen.kind, acting.job, acting.stored, plan.status, seen.cache_version)
         if updated is not None:
@@ -588,7 +588,7 @@ def _summary(verb: str, names: list[str], shown: int = 10) -> str:
 
 # The act phase, in order: each step's docstring says why it comes where it does.
 ACT_ORDER: tuple[Callable[[Reconciler, Acting], None], ...] = (
-    Reconciler._count_failures_first,  # before deleting the failed pods
+    Reconciler._count_failures_first,  # before deleting the failed pods or a finished job's
     Reconciler._delete_children,  # deletes before creates
     Reconciler._write_owned,  # before the pods, which may wait for them
     Reconciler._create_service_and_pods,

@@ -232,6 +232,63 @@ def scheduling_policy_schema(path: str, description: str) -> dict[str, Any]:
     }
 
 
+FAILURE_ACTIONS = ("FailJob", "Ignore", "Count", "RestartJob")
+FAILURE_REASONS = ("OOMKilled", "Error", "DeadlineExceeded", "Evicted", "Preempted", "ContainerCannotRun", "Stalled")
+FAILURE_POD_CONDITIONS = ("DisruptionTarget",)
+MAX_FAILURE_RULES = 20
+RULE_NEEDS_A_CRITERION = "a rule needs at least one of roles, onExitCodes, onPodConditions, onReasons"
+ROLE_NOT_IN_JOB = "spec.failurePolicy.rules[].roles names a role the job does not have"
+IN_WITHOUT_ZERO = "exit code 0 is not a failure: onExitCodes with operator In cannot list 0"
+
+
+def failure_policy_schema() -> dict[str, Any]:
+    """`spec.failurePolicy`: ordered rules saying what a failed pod means (controller.job.failurepolicy)."""
+    def listed(values: tuple[str, ...], description: str) -> dict[str, Any]:
+        return {"type": "array", "items": {"type": "string", "enum": list(values)}, "minItems": 1,
+                "maxItems": len(values), "x-kubernetes-list-type": "set", "description": description}
+    rule = {
+        "type": "object",
+        "required": ["action"],
+        "properties": {
+            "name": {"type": "string", "maxLength": 63, "description": "Named in the job's messages."},
+            "action": {
+                "type": "string", "enum": list(FAILURE_ACTIONS),
+                "description": "FailJob: the job fails now. Ignore: the pod is replaced, not counted. Count: "
+                "replaced and counted (the default without rules). RestartJob: every pod of the job is "
+                "replaced for this failure (restartScope All for it), counted.",
+            },
+            "roles": listed(ROLES, "The roles the rule applies to (default: all)."),
+            "onExitCodes": {
+                "type": "object", "required": ["operator", "values"],
+                "description": "The TensorFlow container's exit code is In (or NotIn, never 0) these values.",
+                "properties": {
+                    "operator": {"type": "string", "enum": ["In", "NotIn"]},
+                    "values": {"type": "array", "minItems": 1, "maxItems": 255, "x-kubernetes-list-type": "set",
+                               "items": {"type": "integer", "format": "int32", "minimum": 0, "maximum": 255}},
+                },
+                "x-kubernetes-validations": [
+                    {"rule": "self.operator != 'In' || !self.values.exists(v, v == 0)", "message": IN_WITHOUT_ZERO},
+                ],
+            },
+            "onPodConditions": listed(FAILURE_POD_CONDITIONS, "A condition of the pod that is True "
+                                      "(DisruptionTarget: evicted, preempted, its node lost or drained)."),
+            "onReasons": listed(FAILURE_REASONS, "The TensorFlow container's termination reason (OOMKilled, "
+                                "Error, ...), the pod's reason (Evicted, DeadlineExceeded, Preempted) or Stalled "
+                                "(killed by the role's stall rule)."),
+        },
+        "x-kubernetes-validations": [{
+            "rule": "has(self.roles) || has(self.onExitCodes) || has(self.onPodConditions) || has(self.onReasons)",
+            "message": RULE_NEEDS_A_CRITERION,
+        }],
+    }
+    return {
+        "type": "object",
+        "description": "What a failed pod means, by ordered rules: the first that matches decides. A failure "
+        "no rule matches is handled as without rules (restartPolicy, disruptions uncounted).",
+        "properties": {"rules": {"type": "array", "maxItems": MAX_FAILURE_RULES, "items": rule}},
+    }
+
+
 def role_schema(template: dict[str, Any], role: str) -> dict[str, Any]:
     replicas: dict[str, Any] = {
         "type": "integer", "format": "int32", "minimum": 0, "default": 1,
@@ -255,6 +312,11 @@ def role_schema(template: dict[str, Any], role: str) -> dict[str, Any]:
             },
             "template": template,
             "stall": stall_schema(),
+            "backoffLimit": {
+                "type": "integer", "format": "int32", "minimum": 0,
+                "description": f"Counted failures of the {role} pods allowed before the job fails "
+                "(beside the job-wide spec.backoffLimit). Default: no limit of its own.",
+            },
         },
     }
 
@@ -314,6 +376,7 @@ def spec_schema(component: Component) -> dict[str, Any]:
             "Not used without a gang scheduler."),
     })
     spec_props["progress"] = progress_schema()
+    spec_props["failurePolicy"] = failure_policy_schema()
     return {
         "type": "object",
         "description": "The desired training job: its roles and run policy.",
@@ -323,6 +386,12 @@ def spec_schema(component: Component) -> dict[str, Any]:
                 "rule": "(has(self.chief) && self.chief.replicas > 0) || "
                 "(has(self.worker) && self.worker.replicas > 0)",
                 "message": "at least one of spec.chief or spec.worker must have replicas > 0",
+            },
+            {
+                "rule": "!has(self.failurePolicy) || !has(self.failurePolicy.rules) || self.failurePolicy.rules.all("
+                "r, !has(r.roles) || r.roles.all(x, " + " || ".join(
+                    f"(x == '{role}' && has(self.{role}))" for role in ROLES) + "))",
+                "message": ROLE_NOT_IN_JOB,
             },
         ],
     }
@@ -337,6 +406,8 @@ def status_schema() -> dict[str, Any]:
             "succeeded": {"type": "integer", "format": "int32"},
             "failed": {"type": "integer", "format": "int32"},
             "selector": {"type": "string"},
+            "restarts": {"type": "integer", "format": "int32"},
+            "restartsLeft": {"type": "integer", "format": "int32"},
         },
     }
     condition = {
@@ -366,6 +437,7 @@ def status_schema() -> dict[str, Any]:
             "restartCount": {"type": "integer", "format": "int32"},
             "retriedFailures": {"type": "integer", "format": "int32"},
             "countedFailedPods": {"type": "array", "items": {"type": "string"}},
+            "retriedFailuresByRole": {"type": "object", "additionalProperties": {"type": "integer", "format": "int32"}},
             "observedGeneration": {"type": "integer", "format": "int64"},
             "progress": progress_status_schema(),
         },

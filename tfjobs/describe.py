@@ -6,8 +6,9 @@ progress when the job reports it, every slot of every role (a slot without its p
 pod's phase, node, restarts, TF_CONFIG task and age, then the problems in the words of whoever
 decided — the scheduler's message for a pending pod (`persistentvolumeclaim "data" not found`), the
 kubelet's for a waiting or failed container, the operator's for a job that cannot run (a quota, a
-name conflict, a queue) — and the last events of the job and its pods. Pure: dicts and the current
-time in, text out.
+name conflict, a queue) — and the last events of the job and its pods. Each role shows its counted
+restarts and what is left of its own `backoffLimit`, and the job's failure rules are listed in order.
+Pure: dicts and the current time in, text out.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from tfjobs.jobview import (
 from tfjobs.tables import table
 from tfjobs.training import render_training, training
 
-__all__ = ["EVENTS_SHOWN", "describe", "job_problems"]
+__all__ = ["EVENTS_SHOWN", "describe", "job_problems", "rule_text"]
 
 EVENTS_SHOWN = 20
 
@@ -55,6 +56,40 @@ def job_problems(job: Mapping[str, Any]) -> list[str]:
               and state not in (conditions.SUSPENDED, conditions.RESTARTING)):
             found.append(f"not running: {words}")
     return found
+
+
+def _job_budget(spec: Mapping[str, Any], status: Mapping[str, Any]) -> str:
+    """`backoffLimit 6, 5 left` (a TFJob without a limit: `no backoffLimit`)."""
+    limit = spec.get("backoffLimit", 6)
+    if not isinstance(limit, int):
+        return "no backoffLimit"
+    return f"backoffLimit {limit}, {max(limit - int(status.get('restartCount') or 0), 0)} left"
+
+
+def _budget(role_spec: Mapping[str, Any], replica_status: Mapping[str, Any]) -> list[str]:
+    """A role's counted restarts, and what is left of its own backoffLimit (`-`: none of its own)."""
+    restarts = str(replica_status.get("restarts", 0))
+    limit = role_spec.get("backoffLimit")
+    if not isinstance(limit, int):
+        return [restarts, "-"]
+    left = replica_status.get("restartsLeft", limit - int(replica_status.get("restarts") or 0))
+    return [restarts, f"{max(int(left), 0)} of {limit}"]
+
+
+def rule_text(rule: Mapping[str, Any]) -> str:
+    """One failure rule in a line: `bad-config: exit code In [3] -> FailJob`."""
+    criteria = []
+    if rule.get("roles"):
+        criteria.append(f"role {'/'.join(rule['roles'])}")
+    codes = rule.get("onExitCodes")
+    if codes:
+        criteria.append(f"exit code {codes.get('operator')} {list(codes.get('values') or [])}")
+    if rule.get("onPodConditions"):
+        criteria.append(f"condition {'/'.join(rule['onPodConditions'])}")
+    if rule.get("onReasons"):
+        criteria.append(f"reason {'/'.join(rule['onReasons'])}")
+    named = f"{rule['name']}: " if rule.get("name") else ""
+    return f"{named}{', '.join(criteria) or 'any failure'} -> {rule.get('action', 'Count')}"
 
 
 def _event_row(event: Mapping[str, Any], now: datetime) -> list[str]:
@@ -84,7 +119,7 @@ def describe(job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], events: 
         f"Created:      {created or '<unknown>'} ({age_since(created, now)} ago)",
         f"Started:      {status.get('startTime') or '<none>'}",
         f"Completed:    {status.get('completionTime') or '<none>'}",
-        f"Restarts:     {status.get('restartCount', 0)} (backoffLimit {spec.get('backoffLimit', 6)})",
+        f"Restarts:     {status.get('restartCount', 0)} ({_job_budget(spec, status)})",
     ]
     if spec.get("suspend"):
         lines.append("Suspend:      true")
@@ -105,13 +140,21 @@ def describe(job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], events: 
     desired = roles(job)
     replica_statuses = status.get("replicaStatuses") or {}
     lines.append("Roles:")
-    lines.append(table(["ROLE", "REPLICAS", "ACTIVE", "SUCCEEDED", "FAILED", "RESTART POLICY"],
+    lines.append(table(["ROLE", "REPLICAS", "ACTIVE", "SUCCEEDED", "FAILED", "RESTART POLICY", "RESTARTS",
+                        "BUDGET LEFT"],
                        [[role, count, (replica_statuses.get(role) or {}).get("active", 0),
                          (replica_statuses.get(role) or {}).get("succeeded", 0),
                          (replica_statuses.get(role) or {}).get("failed", 0),
-                         (spec.get(role) or {}).get("restartPolicy", "OnFailure")] for role, count in desired.items()],
+                         (spec.get(role) or {}).get("restartPolicy", "OnFailure"),
+                         *_budget(spec.get(role) or {}, replica_statuses.get(role) or {})]
+                        for role, count in desired.items()],
                        indent="  "))
     lines.append("")
+    rules = (spec.get("failurePolicy") or {}).get("rules") or []
+    if rules:
+        lines.append("Failure rules (first match wins):")
+        lines += [f"  {i}. {rule_text(rule)}" for i, rule in enumerate(rules)]
+        lines.append("")
 
     pod_list = list(pods)
     by_slot = pods_by_slot(pod_list)

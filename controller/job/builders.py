@@ -33,7 +33,9 @@ from tfconfig import (
 from tfjob_api.defaults import RESTART_POLICY
 from tfjob_api.names import CLUSTER_HASH_ANNOTATION, JOB_NAME_LABEL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
 
-# Role restart policy → pod restartPolicy. Never/ExitCode leave the decision to the controller.
+# Role restart policy → pod restartPolicy. Never/ExitCode leave the decision to the controller, and so
+# does OnFailure in a job with failure rules (`controller.job.failurepolicy`: in-place restarts would hide
+# the failures from them). Always keeps its in-place restarts, which the rules never see.
 POD_RESTART_POLICY = {"OnFailure": "OnFailure", "Always": "Always", "Never": "Never", "ExitCode": "Never"}
 
 
@@ -104,6 +106,8 @@ def build_pod(job: Mapping[str, Any], role: str, index: int, cluster_domain: str
     pod_spec["hostname"] = name
     pod_spec["subdomain"] = job_name
     pod_spec["restartPolicy"] = POD_RESTART_POLICY[role_spec.get("restartPolicy", RESTART_POLICY)]
+    if pod_spec["restartPolicy"] == "OnFailure" and (job["spec"].get("failurePolicy") or {}).get("rules"):
+        pod_spec["restartPolicy"] = "Never"  # every failure reaches the controller, so the rules see it
     containers = pod_spec["containers"]
     tf_index = tf_container_index(pod_spec)
     tf_container = _with_tf_settings(containers[tf_index], cluster.tf_config_json(role, index))

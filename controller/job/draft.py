@@ -70,6 +70,17 @@ class Plan:
             if meta["name"] in created and entry is not None:
                 entry["active"] = entry.get("active", 0) + 1
 
+    def status_first(self, stored_status: Mapping[str, Any]) -> bool:
+        """Whether the status must be written before anything is deleted: when the failure count
+        changed (a crash between deleting the failed pods and counting them must not lose one), and
+        when the plan finishes the job -- deleted pods of a job not yet marked finished (a crash, a
+        refused status write) would be created again by the next pass: a finished job revived."""
+        if self.status.get("retriedFailures") != stored_status.get("retriedFailures"):
+            return True
+        before, after = stored_status.get("conditions") or [], self.status.get("conditions") or []
+        return bool(self.delete_pods or self.delete_service) and any(
+            cond.is_true(after, kind) and not cond.is_true(before, kind) for kind in (cond.SUCCEEDED, cond.FAILED))
+
     def requeue_in(self, seconds: float) -> None:
         seconds = max(seconds, 0.0)
         self.requeue_after = seconds if self.requeue_after is None else min(self.requeue_after, seconds)

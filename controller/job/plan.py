@@ -12,7 +12,9 @@ Decisions where the design leaves room (documented in docs/design.md §4):
 * Running = every desired pod that has not succeeded exists, is Running and has the current
   TF_CONFIG. While pods are being replaced the job is Restarting (Running False).
 * A retried failure counts once per failed pod (and container restarts done in place by the
-  kubelet count too); the job fails when the count exceeds backoffLimit.
+  kubelet count too); the job fails when the count exceeds backoffLimit, or a role's count its
+  own. What a failed pod means (the job's failure rules) and the counting are
+  `controller.job.failures`'s, a part of the draft this planner is built from.
 * A pod stuck terminating on a NotReady/unreachable node is force-deleted FORCE_DELETE_AFTER seconds
   past its deletionTimestamp (which already includes its grace period).
 
@@ -32,17 +34,17 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from controller.job import gang, netpol, pending, stalled
+from controller.job import budgets, gang, netpol, pending
 from controller.job.builders import build_pod, build_service, desired_pod_keys
 from controller.job.children import ChildSituation, DeclaredChild, Step
-from controller.job.draft import Event, Plan, PlanDraft
+from controller.job.draft import Event, Plan
+from controller.job.failures import FailureHandling
 from controller.job.kinds import JobKind
 from controller.job.profiles import Profile
 from controller.job.validation import Problem, validate_job
 from tfconfig import ROLES, SerializedCluster, role_replicas
 from tfjob_api import conditions as cond
 from tfjob_api import podstate
-from tfjob_api.defaults import BACKOFF_LIMIT, RESTART_POLICY
 from tfjob_api.names import role_selector
 from tfjob_api.timeutil import parse_time
 
@@ -92,7 +94,7 @@ def plan_job(inputs: PlanInputs) -> Plan:
     return _Planner(inputs).plan()
 
 
-class _Planner(PlanDraft):
+class _Planner(FailureHandling):
     def __init__(self, inputs: PlanInputs) -> None:
         job = inputs.job
         super().__init__(job, inputs.pods, inputs.service, copy.deepcopy(dict(job.get("status") or {})),
@@ -310,98 +312,6 @@ class _Planner(PlanDraft):
     def _slot_succeeded(self, role: str, index: int) -> bool:
         return any(podstate.phase(p) == "Succeeded" for p in self.observed.by_slot.get((role, index), []))
 
-    # ---- failures ------------------------------------------------------------------------------
-
-    def _failures(self) -> bool:
-        """Handle failed pods; True when the job failed for good."""
-        published = int(self.status.get("restartCount") or 0)
-        retried: list[Mapping[str, Any]] = []
-        for (role, _index), pods in sorted(self.observed.by_slot.items()):
-            for pod in pods:
-                if podstate.is_terminating(pod) or podstate.uid(pod) in self.pending_deletes:
-                    continue
-                if podstate.phase(pod) != "Failed":
-                    continue
-                if podstate.is_disrupted(pod):
-                    self.delete(pod, "Disrupted")
-                    self.out.events.append(Event("Normal", "PodDisrupted", f"Pod {podstate.name(pod)} was disrupted "
-                                                 f"({(pod.get('status') or {}).get('reason', 'DisruptionTarget')}); "
-                                                 "replacing it (not counted against backoffLimit)."))
-                    continue
-                if not role_replicas(self.spec, role):
-                    continue
-                policy = self.spec[role].get("restartPolicy", RESTART_POLICY)
-                code = podstate.exit_code(pod)
-                if policy == "Never" or (policy == "ExitCode" and code is not None and 1 <= code <= 127):
-                    why = f"exit code {code}" if code is not None else "pod failed"
-                    if stalled.failed_pod_stalled(self.job, role, pod):
-                        why += "; most likely stalled: its stall rule's liveness probe found no progress"
-                    self.fail("ReplicaFailed", f"{self.kind} {self.name} failed: {role} pod {podstate.name(pod)} "
-                               f"failed ({why}) and its restartPolicy is {policy}.")
-                    return True
-                retried.append(pod)
-        restarts = self._count_restarts(retried)
-        limit = self.spec.get("backoffLimit", BACKOFF_LIMIT)  # None: no limit
-        stalls = self._stalls(retried, restarts > published)
-        of_limit = f"of backoffLimit {limit}" if limit is not None else "(no backoffLimit)"
-        if limit is not None and restarts > limit:
-            why = f" The last restarts: {stalls}." if stalls else ""
-            self.fail("BackoffLimitExceeded", f"{self.kind} {self.name} has failed {restarts} times, "
-                       f"more than backoffLimit={limit}.{why}")
-            return True
-        if stalls and not retried:  # in-place restarts only: the job stays Running; an event says why
-            self.out.events.append(Event("Warning", "Stalled", f"{stalls} (restart {restarts} {of_limit})."))
-        if not retried:
-            return False
-        names = ", ".join(podstate.name(p) for p in retried)
-        if self.spec.get("restartScope") == "All":
-            for pod in self.live_pods():
-                self.delete(pod, "RestartScopeAll")
-            message = f"Pod(s) {names} failed; restarting every pod of the job (restartScope All)."
-        else:
-            for pod in retried:
-                self.delete(pod, "PodFailed")
-            message = f"Pod(s) {names} failed; recreating (restart {restarts} {of_limit})."
-        if stalls:
-            message += f" {stalls}."
-        self._restarting("Stalled" if stalls else "PodFailed", message)
-        return False
-
-    def _stalls(self, retried: list[Mapping[str, Any]], counted_more: bool) -> str:
-        """Which of this pass's restarts a stall rule most likely caused, as a sentence ("" if none):
-        failed pods being retried, and pods restarted in place since the count was last written."""
-        found = []
-        for pod in retried:
-            role = (podstate.slot(pod) or ("", 0))[0]
-            if stalled.failed_pod_stalled(self.job, role, pod):
-                found.append(stalled.describe(pod))
-        if counted_more:
-            for pod in self.live_pods():
-                role = (podstate.slot(pod) or ("", 0))[0]
-                if pod not in retried and role and stalled.restarted_after_stall(self.job, role, pod, self.now):
-                    found.append(stalled.describe(pod))
-        if not found:
-            return ""
-        return (f"Stalled: {', '.join(found)} killed while the stall rule found no progress "
-                "(the liveness probe's Unhealthy events on the pod have the details)")
-
-    def _count_restarts(self, retried: list[Mapping[str, Any]]) -> int:
-        """Whole-pod failures retried by the controller plus in-place container restarts.
-
-        `retriedFailures` persists the first kind (and the in-place restarts of pods it removed);
-        live pods contribute their current container restart counts; the published count never
-        goes down (a pod deleted by someone else takes its in-place restarts with it)."""
-        fresh = [p for p in retried if podstate.uid(p) not in self._counted_failed_pods]
-        base = int(self.status.get("retriedFailures") or 0)
-        base += sum(1 + podstate.container_restarts(p) for p in fresh)
-        if fresh or "retriedFailures" in self.status:
-            self.status["retriedFailures"] = base
-        self._counted_failed_pods.update(podstate.uid(p) for p in fresh)
-        live = sum(podstate.container_restarts(p) for p in self.live_pods() if p not in retried)
-        total = max(int(self.status.get("restartCount") or 0), base + live)
-        self.status["restartCount"] = total
-        return total
-
     # ---- topology change -----------------------------------------------------------------------
 
     def _rescale(self) -> None:
@@ -508,17 +418,13 @@ class _Planner(PlanDraft):
 
     # ---- helpers -------------------------------------------------------------------------------
 
-    def _restarting(self, reason: str, message: str) -> None:
-        if self.condition(cond.RESTARTING, True, reason, message):
-            warning = reason in ("PodFailed", "Stalled")
-            self.out.events.append(Event("Warning" if warning else "Normal", reason, message))
-        self.condition_false(cond.RUNNING, reason, message)
-
     def _finish_status(self) -> Plan:
         status = self.status
         status["conditions"] = self.conditions
         status["state"] = cond.state(self.conditions)
+        restarts = self.role_restarts()  # before the replica statuses that publish them are replaced
         status["replicaStatuses"] = self._replica_statuses()
+        budgets.add_budgets(status["replicaStatuses"], self.spec, restarts)
         present = {podstate.uid(p) for p in self.observed.all()}
         counted = sorted(self._counted_failed_pods & present)
         if counted:

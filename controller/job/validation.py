@@ -31,6 +31,7 @@ from tfconfig import ROLES, role_port, role_replicas
 from tfjob_api.crd import job_schema
 from tfjob_api.defaults import apply_defaults
 from tfjob_api.names import API_VERSION, KIND
+from tfjob_api.schema import IN_WITHOUT_ZERO, RULE_NEEDS_A_CRITERION
 
 DNS_1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 MAX_DNS_LABEL = 63
@@ -226,6 +227,24 @@ def _check_semantics(job: Mapping[str, Any]) -> list[Problem]:
     if spec.get("successPolicy") == "AllWorkers" and role_replicas(spec, "worker") == 0:
         problems.append(Problem("spec.successPolicy", "AllWorkers needs spec.worker with replicas > 0"))
     problems += _check_network_policy(spec.get("networkPolicy") or {})
+    problems += _check_failure_policy(spec)
+    return problems
+
+
+def _check_failure_policy(spec: Mapping[str, Any]) -> list[Problem]:
+    """The CRD's rules on `spec.failurePolicy.rules`, in the same words (with the rule's index)."""
+    problems = []
+    for index, rule in enumerate((spec.get("failurePolicy") or {}).get("rules") or []):
+        path = f"spec.failurePolicy.rules[{index}]"
+        if not any(key in rule for key in ("roles", "onExitCodes", "onPodConditions", "onReasons")):
+            problems.append(Problem(path, RULE_NEEDS_A_CRITERION))
+        codes = rule.get("onExitCodes") or {}
+        if codes.get("operator") == "In" and 0 in (codes.get("values") or []):
+            problems.append(Problem(f"{path}.onExitCodes.values", IN_WITHOUT_ZERO))
+        missing = [role for role in rule.get("roles") or [] if role not in spec]
+        if missing:
+            problems.append(Problem(f"{path}.roles", f"names {', '.join(missing)}, not a role of this job "
+                                    f"(it has {', '.join(r for r in ROLES if r in spec)})"))
     return problems
 
 

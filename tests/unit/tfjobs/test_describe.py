@@ -73,8 +73,31 @@ def test_the_header_gives_state_restarts_and_roles() -> None:
     text = describe(running_job(worker=2), [], [], NOW)
 
     assert "State:        Running - JobRunning: running" in text
-    assert "Restarts:     1 (backoffLimit 6)" in text
-    assert section(text, "Roles").splitlines()[2].split() == ["worker", "2", "2", "0", "0", "OnFailure"]
+    assert "Restarts:     1 (backoffLimit 6, 5 left)" in text
+    assert section(text, "Roles").splitlines()[2].split() == ["worker", "2", "2", "0", "0", "OnFailure", "0", "-"]
+
+
+def test_each_role_shows_its_restarts_and_what_is_left_of_its_budget() -> None:
+    job = running_job(worker=2, evaluator=1)
+    job["spec"]["worker"]["backoffLimit"] = 3
+    job["status"]["replicaStatuses"] = {"worker": {"active": 2, "restarts": 2, "restartsLeft": 1},
+                                        "evaluator": {"active": 1, "restarts": 4}}
+
+    rows = section(describe(job, [], [], NOW), "Roles").splitlines()[2:]
+
+    assert [r.split() for r in rows] == [["worker", "2", "2", "0", "0", "OnFailure", "2", "1", "of", "3"],
+                                         ["evaluator", "1", "1", "0", "0", "OnFailure", "4", "-"]]
+
+
+def test_the_failure_rules_are_listed_in_order() -> None:
+    job = running_job(worker=2)
+    job["spec"]["failurePolicy"] = {"rules": [
+        {"name": "bad-config", "action": "FailJob", "onExitCodes": {"operator": "In", "values": [3]}},
+        {"action": "Ignore", "roles": ["worker"], "onReasons": ["Evicted"]}]}
+
+    rules = section(describe(job, [], [], NOW), "Failure rules (first match wins)").splitlines()[1:]
+
+    assert rules == ["  0. bad-config: exit code In [3] -> FailJob", "  1. role worker, reason Evicted -> Ignore"]
 
 
 def test_the_last_events_of_the_job_and_its_pods_are_shown_oldest_first() -> None:
