@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tfconfig import ROLES
+from tfjob_api import managed_by
 from tfjob_api.bounds import CONDITION_MESSAGE_MAX, CONDITION_REASON_MAX, PROGRESS_TEXT_MAX
 from tfjob_api.defaults import BACKOFF_LIMIT, CLEAN_POD_POLICY, RESTART_POLICY
 from tfjob_api.names import GROUP, KIND, PLURAL, VERSION
@@ -314,6 +315,7 @@ def spec_schema(component: Component) -> dict[str, Any]:
             "Not used without a gang scheduler."),
     })
     spec_props["progress"] = progress_schema()
+    spec_props["managedBy"] = managed_by.schema()
     return {
         "type": "object",
         "description": "The desired training job: its roles and run policy.",
@@ -324,6 +326,7 @@ def spec_schema(component: Component) -> dict[str, Any]:
                 "(has(self.worker) && self.worker.replicas > 0)",
                 "message": "at least one of spec.chief or spec.worker must have replicas > 0",
             },
+            managed_by.immutable_rule(),
         ],
     }
 
