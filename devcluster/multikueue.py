@@ -78,35 +78,36 @@ def secret_name(worker: str) -> str:
     return f"multikueue-{worker}"
 
 
-def manager_objects(workers: Mapping[str, str]) -> list[dict[str, Any]]:
-    """What the manager needs to dispatch to `workers` (name → kubeconfig text), in creation order."""
+def manager_objects(workers: Mapping[str, str], name: str = CONFIG_NAME) -> list[dict[str, Any]]:
+    """What the manager needs to dispatch to `workers` (name → kubeconfig text), in creation order: the
+    MultiKueueConfig and the AdmissionCheck are both called `name` (a ClusterQueue names the check)."""
     objects: list[dict[str, Any]] = []
-    for name, kubeconfig in workers.items():
+    for worker, kubeconfig in workers.items():
         objects.append({"apiVersion": "v1", "kind": "Secret",
-                        "metadata": {"name": secret_name(name), "namespace": NAMESPACE},
+                        "metadata": {"name": secret_name(worker), "namespace": NAMESPACE},
                         "data": {"kubeconfig": base64.b64encode(kubeconfig.encode()).decode()}})
-        objects.append({"apiVersion": API_VERSION, "kind": "MultiKueueCluster", "metadata": {"name": name},
+        objects.append({"apiVersion": API_VERSION, "kind": "MultiKueueCluster", "metadata": {"name": worker},
                         "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret",
-                                                                  "location": secret_name(name)}}}})
-    objects.append({"apiVersion": API_VERSION, "kind": "MultiKueueConfig", "metadata": {"name": CONFIG_NAME},
+                                                                  "location": secret_name(worker)}}}})
+    objects.append({"apiVersion": API_VERSION, "kind": "MultiKueueConfig", "metadata": {"name": name},
                     "spec": {"clusters": list(workers)}})
-    objects.append({"apiVersion": API_VERSION, "kind": "AdmissionCheck", "metadata": {"name": ADMISSION_CHECK},
+    objects.append({"apiVersion": API_VERSION, "kind": "AdmissionCheck", "metadata": {"name": name},
                     "spec": {"controllerName": CONTROLLER_NAME,
-                             "parameters": {"apiGroup": GROUP, "kind": "MultiKueueConfig", "name": CONFIG_NAME}}})
+                             "parameters": {"apiGroup": GROUP, "kind": "MultiKueueConfig", "name": name}}})
     return objects
 
 
 def queue_objects(cluster_queue: str, namespace: str, local_queue: str, cpu: str, memory: str,
-                  dispatching: bool) -> list[dict[str, Any]]:
-    """A ResourceFlavor, a ClusterQueue with `cpu`/`memory` of quota (with the MultiKueue admission
-    check when `dispatching`, i.e. on the manager) and a LocalQueue in `namespace`."""
+                  admission_check: str | None = None) -> list[dict[str, Any]]:
+    """A ResourceFlavor, a ClusterQueue with `cpu`/`memory` of quota (with a MultiKueue admission
+    check on the manager) and a LocalQueue in `namespace`."""
     spec: dict[str, Any] = {
         "namespaceSelector": {},  # nil would match no namespace at all
         "resourceGroups": [{"coveredResources": ["cpu", "memory"], "flavors": [
             {"name": FLAVOR, "resources": [{"name": "cpu", "nominalQuota": cpu},
                                            {"name": "memory", "nominalQuota": memory}]}]}]}
-    if dispatching:
-        spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": ADMISSION_CHECK}]}
+    if admission_check:
+        spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": admission_check}]}
     return [
         {"apiVersion": API_VERSION, "kind": "ResourceFlavor", "metadata": {"name": FLAVOR}, "spec": {}},
         {"apiVersion": API_VERSION, "kind": "ClusterQueue", "metadata": {"name": cluster_queue}, "spec": spec},
@@ -172,9 +173,10 @@ def start_kueue(cluster: Cluster, manager: bool) -> Kueue:
     return kueue
 
 
-def connect(manager: Cluster, workers: Mapping[str, Cluster]) -> None:
-    """Create the manager's Secrets, MultiKueueClusters, MultiKueueConfig and AdmissionCheck."""
-    create_all(manager, manager_objects({name: worker.kubeconfig.read_text() for name, worker in workers.items()}))
+def connect(manager: Cluster, workers: Mapping[str, Cluster], name: str = CONFIG_NAME) -> None:
+    """Create the manager's Secrets, MultiKueueClusters, and the MultiKueueConfig and AdmissionCheck `name`."""
+    create_all(manager, manager_objects({worker: cluster.kubeconfig.read_text() for worker, cluster in workers.items()},
+                                        name))
 
 
 def cluster_active(cluster: Cluster, plural: str, name: str) -> bool:

@@ -6,12 +6,15 @@
   (devcluster/multikueue.py). Everything is stopped at the end of the session.
 * `mk` (per test): a namespace of its own on both clusters, with on each a ClusterQueue and the
   LocalQueue `lq` -- on the manager carrying the MultiKueue admission check, on the worker the quota.
+* `second_worker` (session) and `mk2` (per test): a third cluster, and the manager dispatching to
+  both workers through the admission check `two-workers`, each worker with quota for one job.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import re
 import uuid
 from collections.abc import Iterator
@@ -29,6 +32,7 @@ from tests.support.operator import Operator
 from tests.support.polling import wait_for
 
 LOG_TAIL_LINES = 40
+TWO_WORKERS = "two-workers"
 
 
 @dataclass
@@ -92,41 +96,73 @@ def _active(side: Side, plural: str, name: str) -> bool:
 
 @dataclass
 class Mk:
-    pair: Pair
+    """A test's namespace on the manager and its workers (the first worker is the pair's)."""
+
+    manager: Side
+    workers: list[Side]
     namespace: str
 
     @property
-    def manager(self) -> Side:
-        return self.pair.manager
-
-    @property
     def worker(self) -> Side:
-        return self.pair.worker
+        return self.workers[0]
+
+    def side(self, name: str) -> Side:
+        return next(side for side in (self.manager, *self.workers) if side.name == name)
+
+
+def _namespace(request: pytest.FixtureRequest, manager: Side, workers: list[Side], worker_cpu: str,
+               check: str) -> Iterator[Mk]:
+    """A namespace on every side, with a ClusterQueue and the LocalQueue `lq`: `worker_cpu` CPUs on
+    each worker, 4 on the manager (where the ClusterQueue carries the admission check `check`)."""
+    slug = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:30].strip("-")
+    namespace = f"{slug}-{uuid.uuid4().hex[:6]}"
+    cluster_queue = f"cq-{namespace}"
+    for side in (*workers, manager):
+        cpu, admission_check = ("4", check) if side is manager else (worker_cpu, None)
+        multikueue.create_all(side.cluster, multikueue.queue_objects(cluster_queue, namespace, "lq", cpu, "16Gi",
+                                                                     admission_check))
+        wait_for(functools.partial(_active, side, "clusterqueues", cluster_queue), 60,
+                 f"ClusterQueue {cluster_queue} Active on the {side.name}")
+    yield Mk(manager, workers, namespace)
+    for side in (manager, *workers):
+        with contextlib.suppress(ApiError, OSError):
+            side.api.delete(resource_path("", "v1", "namespaces", None, namespace))
 
 
 @pytest.fixture
 def mk(multikueue_pair: Pair, request: pytest.FixtureRequest) -> Iterator[Mk]:
-    slug = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:30].strip("-")
-    namespace = f"{slug}-{uuid.uuid4().hex[:6]}"
-    cluster_queue = f"cq-{namespace}"
-    for side, dispatching in ((multikueue_pair.worker, False), (multikueue_pair.manager, True)):
-        multikueue.create_all(side.cluster, multikueue.queue_objects(cluster_queue, namespace, "lq", "4", "16Gi",
-                                                                     dispatching))
-        wait_for(lambda side=side: _active(side, "clusterqueues", cluster_queue), 60,  # type: ignore[misc]
-                 f"ClusterQueue {cluster_queue} Active on the {side.name}")
-    yield Mk(multikueue_pair, namespace)
-    for side in (multikueue_pair.manager, multikueue_pair.worker):
-        with contextlib.suppress(ApiError):
-            side.api.delete(resource_path("", "v1", "namespaces", None, namespace))
+    """The manager and one worker with quota for four one-CPU jobs."""
+    yield from _namespace(request, multikueue_pair.manager, [multikueue_pair.worker], "4",
+                          multikueue.ADMISSION_CHECK)
+
+
+@pytest.fixture(scope="session")
+def second_worker(multikueue_pair: Pair, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Side]:
+    """A second worker, and the manager's MultiKueueConfig and AdmissionCheck `two-workers` naming both."""
+    with contextlib.ExitStack() as stack:
+        worker = _start("worker-2", tmp_path_factory.mktemp("mk-worker-2"), False, stack)
+        workers = {"worker": multikueue_pair.worker.cluster, "worker-2": worker.cluster}
+        multikueue.connect(multikueue_pair.manager.cluster, workers, TWO_WORKERS)
+        wait_for(lambda: _active(multikueue_pair.manager, "admissionchecks", TWO_WORKERS), 60,
+                 f"AdmissionCheck {TWO_WORKERS} Active")
+        yield worker
+
+
+@pytest.fixture
+def mk2(multikueue_pair: Pair, second_worker: Side, request: pytest.FixtureRequest) -> Iterator[Mk]:
+    """The manager and two workers with quota for one one-CPU job each."""
+    yield from _namespace(request, multikueue_pair.manager, [multikueue_pair.worker, second_worker], "1",
+                          TWO_WORKERS)
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
     if report.when == "call" and report.failed:
-        pair = getattr(item, "funcargs", {}).get("mk")
+        funcargs = getattr(item, "funcargs", {})
+        pair = funcargs.get("mk") or funcargs.get("mk2")
         if isinstance(pair, Mk):
-            for side in (pair.manager, pair.worker):
+            for side in (pair.manager, *pair.workers):
                 report.sections.append((f"{side.name} kueue log", side.kueue.logs(tail=LOG_TAIL_LINES)))
                 report.sections.append((f"{side.name} operator log", side.operator.tail()))
     return report
