@@ -38,6 +38,7 @@ import yaml
 
 from tfjobs.client import STATES, AmbiguousJob, JobFailed, JobNotFound, TfJobClient, WaitTimeout
 from tfjobs.describe import describe
+from tfjobs.dispatch import dispatched
 from tfjobs.durations import parse_duration
 from tfjobs.errors import ClusterApiError, CredentialsError, KindNotServed
 from tfjobs.kinds import JobKind, kind_named, kind_of
@@ -133,7 +134,9 @@ def cmd_get(client: TfJobClient, args: argparse.Namespace, console: Console) -> 
 def cmd_describe(client: TfJobClient, args: argparse.Namespace, console: Console) -> int:
     job_kind, job = client.find(args.name, kind=args.kind)
     pods = client.pods(args.name)
-    console.out.write(describe(job_kind.view(job), pods, client.events(args.name, pods=pods, kind=job_kind)))
+    runs_on = client.placement(job) if dispatched(job) else None
+    console.out.write(describe(job_kind.view(job), pods, client.events(args.name, pods=pods, kind=job_kind),
+                               runs_on=runs_on))
     console.out.flush()
     return EXIT_OK
 

@@ -4,6 +4,7 @@ statuses), and deleting it on the manager deletes the worker's copy and its pods
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 from controller.kueue import protocol as kq
@@ -12,6 +13,7 @@ from kube import resource_path
 from tests.support.jobs import DEVCLUSTER_IMAGE, container, devcluster_role, tfjob
 from tests.support.kubeflow import devcluster_replica, tfjob_manifest
 from tests.support.polling import wait_for
+from tfjobs.cli import Console, main
 
 REQUESTS = {"cpu": "1", "memory": "1Gi"}
 
@@ -53,11 +55,21 @@ def replica_statuses(job: dict[str, Any] | None) -> dict[str, Any]:
     return dict(((job or {}).get("status") or {}).get("replicaStatuses") or {})
 
 
+def describe_on_manager(mk: Any, name: str, kind: str) -> str:
+    out = io.StringIO()
+    status = main(["describe", name, "--kind", kind, "--kubeconfig", str(mk.manager.cluster.kubeconfig),
+                   "-n", mk.namespace], Console(out=out, err=io.StringIO(), tty=False))
+    assert status == 0
+    return out.getvalue()
+
+
 def run_to_success(mk: Any, path: str, role: str) -> None:
     wait_for(lambda: condition(mk.manager.get(path), "Running"), 120, "the manager's job to show Running")
     worker_copy = mk.worker.get(path)
     assert worker_copy is not None and worker_copy["metadata"]["labels"].get(PREBUILT_WORKLOAD_LABEL)
     assert replica_statuses(mk.manager.get(path))[role]["active"] == 1
+    name, kind = path.rsplit("/", 1)[1], "TFJob" if "/tfjobs/" in path else "TensorFlowJob"
+    assert "Runs on:      worker cluster worker (dispatched by MultiKueue" in describe_on_manager(mk, name, kind)
     wait_for(lambda: condition(mk.manager.get(path), "Succeeded"), 120, "the manager's job to show Succeeded")
     final = mk.manager.get(path) or {}
     assert replica_statuses(final)[role].get("succeeded") == 1, final.get("status")
