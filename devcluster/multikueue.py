@@ -39,6 +39,7 @@ from typing import Any
 from .api import ApiError
 from .cluster import Cluster
 from .kueue import DEFAULT_FRAMEWORKS, NAMESPACE, Kueue
+from .state import default_dir
 from .waiting import wait_for
 
 GROUP = "kueue.x-k8s.io"
@@ -187,3 +188,57 @@ def cluster_active(cluster: Cluster, plural: str, name: str) -> bool:
         return False
     conditions = (found.get("status") or {}).get("conditions") or []
     return any(c.get("type") == "Active" and c.get("status") == "True" for c in conditions)
+
+
+MANAGER = "manager"
+QUEUE_NAMESPACE = "default"
+LOCAL_QUEUE = "lq"
+CLUSTER_QUEUE = "cq"
+
+
+def default_base() -> Path:
+    """Where `tfjob-devcluster multikueue-up` keeps its clusters: one folder each, side by side."""
+    return default_dir().parent / "multikueue"
+
+
+def worker_names(workers: int) -> list[str]:
+    return [f"worker-{index}" for index in range(1, workers + 1)]
+
+
+def up(base: Path, workers: int, nodes: int, cpu: str, memory: str) -> dict[str, Cluster]:
+    """Start the manager and `workers` workers under `base` (folders `manager`, `worker-1`, ...), a Kueue
+    on each, connect them, and give each the ClusterQueue `cq` and the LocalQueue `lq` in `default`
+    (`cpu`/`memory` of quota on each worker; on the manager that much per worker, behind the check)."""
+    names = [MANAGER, *worker_names(workers)]
+    clusters = {name: Cluster(base / name) for name in names}
+    started: list[Cluster] = []
+    try:
+        for name in reversed(names):  # the workers first: the manager connects to them
+            cluster = clusters[name]
+            cluster.up(nodes=nodes)
+            started.append(cluster)
+            start_kueue(cluster, manager=name == MANAGER)
+            dispatching = name == MANAGER
+            quota = str(int(cpu) * workers) if dispatching and cpu.isdigit() else cpu
+            create_all(cluster, queue_objects(CLUSTER_QUEUE, QUEUE_NAMESPACE, LOCAL_QUEUE, quota, memory,
+                                              ADMISSION_CHECK if dispatching else None))
+        connect(clusters[MANAGER], {name: clusters[name] for name in names[1:]})
+    except BaseException:
+        for cluster in started:
+            down_one(cluster)
+        raise
+    return clusters
+
+
+def down_one(cluster: Cluster) -> None:
+    Kueue(cluster).stop()
+    cluster.down()
+
+
+def down(base: Path) -> list[str]:
+    """Stop every cluster under `base` (and its Kueue); the names of the folders stopped."""
+    stopped = []
+    for folder in sorted(p for p in base.glob("*") if (p / "state.json").exists()):
+        down_one(Cluster(folder))
+        stopped.append(folder.name)
+    return stopped
