@@ -13,7 +13,9 @@ process, one monotonic clock, polling both clusters every 0.2 s:
 Jobs per second = jobs / (time of the last such event - first submission), beside Kueue's published
 figure for MultiKueue (~1.3 workloads/s, kubernetes-sigs/kueue #8564), which is dominated by Kueue.
 
-Run: `python -m bench.bench_multikueue` (`TFJOB_BENCH_MULTIKUEUE_JOBS=100` by default). Prints a table
+Run: `python -m bench.bench_multikueue` (`TFJOB_BENCH_MULTIKUEUE_JOBS=100` by default;
+`TFJOB_BENCH_MULTIKUEUE_CONCURRENCY=N` gives the manager's Kueue N concurrent Workload reconciles
+through `controller.groupKindConcurrency`, controller-runtime's default being 1). Prints a table
 and writes `bench/results/multikueue.json`; the operators' logs go to `bench/results/logs/`.
 """
 
@@ -30,6 +32,7 @@ from devcluster import multikueue
 from kube import Kube, resource_path
 
 JOBS = int(os.environ.get("TFJOB_BENCH_MULTIKUEUE_JOBS", "100"))
+CONCURRENCY = int(os.environ.get("TFJOB_BENCH_MULTIKUEUE_CONCURRENCY", "0")) or None  # manager's Workload reconciles
 NAMESPACE = multikueue.QUEUE_NAMESPACE
 TIMEOUT = 600.0
 POLL = 0.2
@@ -79,7 +82,7 @@ def measure(manager: Kube, worker: Kube) -> dict[str, Any]:
         if len(lasts) == len(counts):
             break
         time.sleep(POLL)
-    return {"jobs": JOBS, "submitted_s": round(submitted, 2),
+    return {"jobs": JOBS, "workload_concurrency": CONCURRENCY or 1, "submitted_s": round(submitted, 2),
             "first_s": {k: round(v, 2) for k, v in firsts.items()},
             "all_s": {k: round(v, 2) for k, v in lasts.items()},
             "jobs_per_s": {k: round(JOBS / v, 2) for k, v in lasts.items()},
@@ -89,7 +92,8 @@ def measure(manager: Kube, worker: Kube) -> dict[str, Any]:
 def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-multikueue-") as base:
         log(f"starting a manager and a worker under {base}")
-        clusters = multikueue.up(Path(base), workers=1, nodes=2, cpu="8", memory="32Gi")
+        clusters = multikueue.up(Path(base), workers=1, nodes=2, cpu="8", memory="32Gi",
+                                 workload_concurrency=CONCURRENCY)
         operators: list[OperatorProcess] = []
         clients: list[Kube] = []
         try:

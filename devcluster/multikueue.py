@@ -59,9 +59,13 @@ CRD_FILES = ("tensorflowjob-crd.yaml", "tfjob-crd.yaml")
 CRD_NAMES = ("tensorflowjobs.kubeflow.org", "tfjobs.kubeflow.org")
 
 
-def manager_configuration(base: Mapping[str, Any]) -> dict[str, Any]:
-    """Kueue's Configuration for a manager: `base` (devcluster/kueue.py's) plus the MultiKueue block."""
+def manager_configuration(base: Mapping[str, Any], workload_concurrency: int | None = None) -> dict[str, Any]:
+    """Kueue's Configuration for a manager: `base` (devcluster/kueue.py's) plus the MultiKueue block;
+    with `workload_concurrency`, that many concurrent reconciles for the controllers of Workloads (among
+    them MultiKueue's dispatcher; controller-runtime's default is 1)."""
     config = dict(base)
+    if workload_concurrency:
+        config["controller"] = {"groupKindConcurrency": {"Workload.kueue.x-k8s.io": workload_concurrency}}
     config["featureGates"] = {**(base.get("featureGates") or {}), "MultiKueueAdaptersForCustomJobs": True}
     config["multiKueue"] = {"gcInterval": GC_INTERVAL, "origin": ORIGIN, "workerLostTimeout": WORKER_LOST_TIMEOUT,
                             "externalFrameworks": [{"name": EXTERNAL_FRAMEWORK}]}
@@ -71,8 +75,10 @@ def manager_configuration(base: Mapping[str, Any]) -> dict[str, Any]:
 class ManagerKueue(Kueue):
     """Kueue on a MultiKueue manager (see the module docstring)."""
 
+    workload_concurrency: int | None = None
+
     def configuration(self, ports: dict[str, int]) -> dict[str, Any]:
-        return manager_configuration(super().configuration(ports))
+        return manager_configuration(super().configuration(ports), self.workload_concurrency)
 
 
 def secret_name(worker: str) -> str:
@@ -165,10 +171,12 @@ def _established(cluster: Cluster, name: str) -> bool:
                for c in (crd.get("status") or {}).get("conditions") or [])
 
 
-def start_kueue(cluster: Cluster, manager: bool) -> Kueue:
+def start_kueue(cluster: Cluster, manager: bool, workload_concurrency: int | None = None) -> Kueue:
     """Install the job CRDs and start the cluster's Kueue (a `ManagerKueue` on the manager)."""
     install_job_crds(cluster)
     kueue = (ManagerKueue if manager else Kueue)(cluster, frameworks=FRAMEWORKS)
+    if isinstance(kueue, ManagerKueue):
+        kueue.workload_concurrency = workload_concurrency
     kueue.stop()  # leftovers of a crashed run in this folder
     kueue.start()
     return kueue
@@ -205,7 +213,8 @@ def worker_names(workers: int) -> list[str]:
     return [f"worker-{index}" for index in range(1, workers + 1)]
 
 
-def up(base: Path, workers: int, nodes: int, cpu: str, memory: str) -> dict[str, Cluster]:
+def up(base: Path, workers: int, nodes: int, cpu: str, memory: str,
+       workload_concurrency: int | None = None) -> dict[str, Cluster]:
     """Start the manager and `workers` workers under `base` (folders `manager`, `worker-1`, ...), a Kueue
     on each, connect them, and give each the ClusterQueue `cq` and the LocalQueue `lq` in `default`
     (`cpu`/`memory` of quota on each worker; on the manager that much per worker, behind the check)."""
@@ -217,7 +226,7 @@ def up(base: Path, workers: int, nodes: int, cpu: str, memory: str) -> dict[str,
             cluster = clusters[name]
             cluster.up(nodes=nodes)
             started.append(cluster)
-            start_kueue(cluster, manager=name == MANAGER)
+            start_kueue(cluster, manager=name == MANAGER, workload_concurrency=workload_concurrency)
             dispatching = name == MANAGER
             quota = str(int(cpu) * workers) if dispatching and cpu.isdigit() else cpu
             create_all(cluster, queue_objects(CLUSTER_QUEUE, QUEUE_NAMESPACE, LOCAL_QUEUE, quota, memory,
