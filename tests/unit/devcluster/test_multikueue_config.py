@@ -48,3 +48,9 @@ def test_only_the_managers_cluster_queue_carries_the_admission_check() -> None:
     worker = multikueue.queue_objects("cq", "ns", "lq", "4", "8Gi")[1]
     assert manager["spec"]["admissionChecksStrategy"] == {"admissionChecks": [{"name": "mk"}]}
     assert "admissionChecksStrategy" not in worker["spec"]
+
+
+def test_the_managers_workload_concurrency_is_set_only_when_asked() -> None:
+    assert "controller" not in multikueue.manager_configuration({})
+    config = multikueue.manager_configuration({}, workload_concurrency=8)
+    assert config["controller"] == {"groupKindConcurrency": {"Workload.kueue.x-k8s.io": 8}}
