@@ -18,7 +18,8 @@ cluster and runs it on a *worker* cluster. For a TensorFlowJob it goes through i
   it is adopted as Kueue's own job reconciler does (jobframework `EnsurePrebuiltWorkloadOwnership`:
   a controller owner reference to the job and the `kueue.x-k8s.io/job-uid` label, so Kueue's
   garbage collection of worker objects finds the job, and the operator's Workload cache finds the
-  Workload by the job's UID), and from then on it is the job's Workload like any other.
+  Workload by the job's UID), and from then on it is the job's Workload like any other -- except that
+  it is never replaced: one that no longer matches the job is finished (`OutOfSync`), as Kueue does.
 
 The pure rules are functions here; `MultiKueueGate` extends `controller.kueue.gate.KueueGate` with
 the reads and writes (the gate serves both sides; a cluster that is neither sees no difference).
@@ -44,6 +45,8 @@ CONTROLLER_NAME = f"{kueue.GROUP}/multikueue"
 """The value of `managedBy` that hands a job to MultiKueue (and the admission check's controllerName)."""
 
 WAITING_FOR_WORKLOAD = "WaitingForWorkload"
+OUT_OF_SYNC = "OutOfSync"
+OUT_OF_SYNC_MESSAGE = "The prebuilt workload is out of sync with its user job"  # Kueue's words
 
 
 def prebuilt_workload_name(job: Mapping[str, Any]) -> str:
@@ -108,7 +111,15 @@ class MultiKueueGate(KueueGate):
         """A job naming a prebuilt Workload is held until it has adopted it; then, and for every other
         job, the Kueue gate decides."""
         prebuilt = prebuilt_workload_name(job)
-        if not prebuilt or self.workload_of(job["metadata"]["uid"]) is not None:
+        if not prebuilt:
+            return super().before_plan(job)
+        adopted_workload = self.workload_of(job["metadata"]["uid"])
+        if adopted_workload is not None:
+            if not kueue.workload_matches(job, adopted_workload) and not kueue.admission(adopted_workload).finished:
+                # Never replaced (it is the manager's): finished, as Kueue's own job reconciler does.
+                self._patch_status(adopted_workload, kueue.finish_status(
+                    adopted_workload, False, OUT_OF_SYNC_MESSAGE, self._now(), reason=OUT_OF_SYNC))
+                return Decision(job, (kueue.JOB_WORKLOAD_FINISHED, OUT_OF_SYNC_MESSAGE), adopted_workload)
             return super().before_plan(job)
         workload = self.workload_named(job["metadata"]["namespace"], prebuilt)
         if workload is None:

@@ -145,3 +145,20 @@ def test_an_evicted_dispatched_workload_is_cleared_at_once(kube: Mock) -> None:
     assert path.endswith("/status")
     assert patch["status"]["admission"] is None
     kube.create.assert_not_called()
+
+
+def test_a_prebuilt_workload_that_does_not_match_the_copy_is_finished_out_of_sync_never_replaced(kube: Mock) -> None:
+    worker_copy = job()
+    workload = prebuilt_workload()
+    workload["metadata"]["ownerReferences"] = [mk.owner_reference(worker_copy)]
+    workload["spec"]["podSets"][0]["count"] = 5  # the manager's job had five workers
+    multi = MultiKueueGate(kube, lambda uid: workload if uid == "worker-uid" else None, lambda _name: None,
+                           FakeClock(wall=NOW), lambda _ns, _name: workload)
+    decision = multi.before_plan(worker_copy)
+    path, patch = kube.patch.call_args.args
+    assert path.endswith(f"/workloads/{PREBUILT}/status")
+    finished = next(c for c in patch["status"]["conditions"] if c["type"] == "Finished")
+    assert (finished["status"], finished["reason"]) == ("True", "OutOfSync")
+    kube.delete.assert_not_called()
+    kube.create.assert_not_called()
+    assert decision.gate == ("WorkloadFinished", mk.OUT_OF_SYNC_MESSAGE)
