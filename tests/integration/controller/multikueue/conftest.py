@@ -68,7 +68,7 @@ def _start(name: str, folder: Path, manager: bool, stack: contextlib.ExitStack) 
     atexit.register(cluster.down)
     stack.callback(atexit.unregister, cluster.down)
     stack.callback(cluster.down)
-    cluster.up(nodes=2, pod_logs=False)
+    cluster.up(nodes=2, pod_logs=not manager)  # no pod on a manager: no logs to write there
     kueue = multikueue.start_kueue(cluster, manager=manager)
     stack.callback(kueue.stop)
     operator = Operator(str(cluster.kubeconfig), f"multikueue-{name}").start()

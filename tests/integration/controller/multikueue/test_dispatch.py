@@ -1,6 +1,7 @@
 """Jobs submitted on a MultiKueue manager run on its worker, for both kinds: no pod ever on the
 manager, the manager's job shows the worker's status (Running, then Succeeded with its replica
-statuses), and deleting it on the manager deletes the worker's copy and its pods."""
+statuses), `kubectl tfjob` on the manager says where it runs and reads its logs on the worker, and
+deleting it on the manager deletes the worker's copy and its pods."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from tests.support.polling import wait_for
 from tfjobs.cli import Console, main
 
 REQUESTS = {"cpu": "1", "memory": "1Gi"}
+LOG_ANNOTATION = "sim.tensorflowjob.kubeflow.org/log"  # what the simulated container writes
 
 
 def tensorflowjob_path(namespace: str, name: str | None = None) -> str:
@@ -26,9 +28,10 @@ def tfjob_path(namespace: str, name: str | None = None) -> str:
     return resource_path("kubeflow.org", "v1", "tfjobs", namespace, name)
 
 
-def submit_tensorflowjob(mk: Any, name: str, exit_after: str | None) -> str:
+def submit_tensorflowjob(mk: Any, name: str, exit_after: str | None, log: str | None = None) -> str:
     role = devcluster_role(1, containers=[container(DEVCLUSTER_IMAGE, requests=REQUESTS)],
-                           exit_code=0 if exit_after else None, exit_after=exit_after)
+                           exit_code=0 if exit_after else None, exit_after=exit_after,
+                           annotations={LOG_ANNOTATION: log} if log else None)
     body = tfjob(name, {"worker": role, "managedBy": CONTROLLER_NAME}, namespace=mk.namespace,
                  labels={kq.QUEUE_LABEL: "lq"})
     mk.manager.api.create(tensorflowjob_path(mk.namespace), body)
@@ -55,12 +58,18 @@ def replica_statuses(job: dict[str, Any] | None) -> dict[str, Any]:
     return dict(((job or {}).get("status") or {}).get("replicaStatuses") or {})
 
 
+def plugin(mk: Any, side: Any, *argv: str) -> tuple[int, str, str]:
+    """`kubectl tfjob ARGV` against one cluster of the pair: (status, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    status = main([*argv, "--kubeconfig", str(side.cluster.kubeconfig), "-n", mk.namespace],
+                  Console(out=out, err=err, tty=False))
+    return status, out.getvalue(), err.getvalue()
+
+
 def describe_on_manager(mk: Any, name: str, kind: str) -> str:
-    out = io.StringIO()
-    status = main(["describe", name, "--kind", kind, "--kubeconfig", str(mk.manager.cluster.kubeconfig),
-                   "-n", mk.namespace], Console(out=out, err=io.StringIO(), tty=False))
+    status, out, _ = plugin(mk, mk.manager, "describe", name, "--kind", kind)
     assert status == 0
-    return out.getvalue()
+    return out
 
 
 def run_to_success(mk: Any, path: str, role: str) -> None:
@@ -92,6 +101,15 @@ def test_a_tensorflowjob_runs_on_the_worker_under_its_prebuilt_workload(mk: Any)
 def test_a_tfjob_runs_on_the_worker(mk: Any) -> None:
     path = submit_tfjob(mk, "dispatched", exit_after="8s")
     run_to_success(mk, path, "Worker")
+
+
+def test_logs_are_read_on_the_worker_and_the_manager_says_where(mk: Any) -> None:
+    submit_tensorflowjob(mk, "logged", exit_after=None, log="epoch 1")
+    wait_for(lambda: "[worker-0] epoch 1" in plugin(mk, mk.worker, "logs", "logged")[1].splitlines(), 120,
+             "the worker's pod log through the plugin with the worker's kubeconfig")
+    status, out, err = plugin(mk, mk.manager, "logs", "logged")
+    assert status == 1 and out == ""
+    assert "dispatched by MultiKueue to worker cluster worker" in err, err
 
 
 def test_deleting_the_managers_job_deletes_the_workers_copy_and_its_pods(mk: Any) -> None:
