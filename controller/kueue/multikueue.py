@@ -115,7 +115,8 @@ class MultiKueueGate(KueueGate):
             return super().before_plan(job)
         adopted_workload = self.workload_of(job["metadata"]["uid"])
         if adopted_workload is not None:
-            if not kueue.workload_matches(job, adopted_workload) and not kueue.admission(adopted_workload).finished:
+            stale = not kueue.workload_matches(job, adopted_workload)
+            if stale and not _terminal(job) and not kueue.admission(adopted_workload).finished:
                 # Never replaced (it is the manager's): finished, as Kueue's own job reconciler does.
                 self._patch_status(adopted_workload, kueue.finish_status(
                     adopted_workload, False, OUT_OF_SYNC_MESSAGE, self._now(), reason=OUT_OF_SYNC))
