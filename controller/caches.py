@@ -292,6 +292,10 @@ class JobCaches:
         found = self.workloads.by_index(CONTROLLER_UID_INDEX, job_uid)
         return found[0] if found else None
 
+    def workload_named(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        assert self.workloads is not None
+        return self.workloads.get(f"{namespace}/{name}")
+
     def flavor(self, name: str) -> Mapping[str, Any] | None:
         assert self.flavors is not None
         return self.flavors.get(name)

@@ -65,7 +65,7 @@ from controller.job.plan import PlanInputs, plan_job
 from controller.job.progress import target as progress_target
 from controller.job.refusals import Cause, Refusal, fold_refusals
 from controller.kueue import protocol as kueue
-from controller.kueue.gate import KueueGate
+from controller.kueue.multikueue import MultiKueueGate
 from controller.memory import JobMemory
 from controller.metrics import ControllerMetrics
 from controller.observation import Acting, Observation, ObservedChild
@@ -117,16 +117,16 @@ class Reconciler:
         recorder: EventRecorder | None = None,
         metrics: ControllerMetrics | None = None,
         clock: Clock = REAL_CLOCK,
-        kueue_gate: KueueGate | None = None,
+        kueue_gate: MultiKueueGate | None = None,
         owned_cache: Callable[[str, bool], bool] | None = None,
         owned: Sequence[OwnedType] | None = None,
     ) -> None:
         """`caches` is the read side (`controller.caches.JobCaches` in the controller); `options`
         give the cluster domain, the NetworkPolicy default, the start-up profiles for new pods and
-        the size of the create pool. `owned` are the owned types (`controller.owned`; by default those of `options`):
-        it writes the companions (the others have writers of their own). `owned_cache(kind, wanted)` says whether the
-        cache of a lazy owned type (the NetworkPolicy's) can answer for a job, and starts it when the job wants such
-        an object (`JobCaches.owned_cache`); None: it always can (a cache that watches them from the start)."""
+        the size of the create pool. `owned` are the owned types (`controller.owned`; by default those of
+        `options`), of which it writes the companions. `owned_cache(kind, wanted)` says whether the cache
+        of a lazy owned type (the NetworkPolicy's) can answer for a job, and starts it when the job wants
+        such an object (`JobCaches.owned_cache`); None: it always can."""
         self.owned_cache = owned_cache
         self.owned = written_by(tuple(owned) if owned is not None else declarations(options), Writer.COMPANION)
         self.kube = kube
@@ -163,12 +163,13 @@ class Reconciler:
         if cached is None:
             self.memory.forget(key)
             return None
-        # `stored` is the job as the API server has it; `job` is its model, what the planner reads
-        # (for a TensorFlowJob, itself with its defaults; for a TFJob, its translation).
+        # `stored`: the job as the API server has it; `job`: its model, what the planner reads (kinds.py).
         stored = self.memory.freshest(key, cached)
         job = kind.model(stored)
-        if job["metadata"].get("deletionTimestamp"):
-            return None  # garbage collection removes the children
+        if kind.dispatched(stored) and self.kueue_gate is not None:  # MultiKueue runs it on a worker
+            self.kueue_gate.keep_dispatched(job)  # only its Workload is kept here
+        if job["metadata"].get("deletionTimestamp") or kind.dispatched(stored):
+            return None  # garbage collection removes the children; a dispatched job has none here
         namespace, name, uid = job["metadata"]["namespace"], job["metadata"]["name"], job["metadata"]["uid"]
         # Expectations are read before the cache (as client-go does): an ADDED event landing in
         # between then shows in the cache rather than vanishing from both.
@@ -178,8 +179,7 @@ class Reconciler:
         # A same-named Service that is not ours is never created over and never deleted.
         foreign_service = service is not None and not owned_by(service, uid)
         owned = self._observe_owned(key, kind, job)
-        # Plan from the status the last pass left unwritten, if any; write against `job`, which
-        # holds what the server has.
+        # Plan from the status the last pass left unwritten, if any; write against `job` (the server's).
         deferred = self.memory.take_deferred(key, job)
         planned = job if deferred is None else {**job, "status": deferred}
         decision = None
@@ -333,7 +333,7 @@ class Reconciler:
 
     def _tell_kueue(self, acting: Acting) -> None:
         decision = acting.seen.decision
-        if decision is not None and self.kueue_gate is not None:
+        if decision is not None and self.kueue_gate is not None and not acting.outcome.status_deferred:
             holding = sum(1 for p in acting.seen.pods if podstate.phase(p) in ("Pending", "Running", "Unknown"))
             self.kueue_gate.after_plan(acting.job, acting.plan.status, decision.workload, holding)
 
@@ -594,7 +594,7 @@ ACT_ORDER: tuple[Callable[[Reconciler, Acting], None], ...] = (
     Reconciler._create_service_and_pods,
     Reconciler._fold_refusals,  # once every create has answered
     Reconciler._write_status_after_writes,  # reports what the writes did
-    Reconciler._tell_kueue,  # from the status as planned
+    Reconciler._tell_kueue,  # after the status it reports: MultiKueue copies a worker's status once
     Reconciler._emit_events,
     Reconciler._delete_job_last,
 )

@@ -12,6 +12,7 @@ import argparse
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from .binaries import MissingBinariesError
 from .cluster import Cluster, ClusterError
@@ -116,6 +117,37 @@ def _demo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--down", action="store_true", help="stop the cluster at the end")
 
 
+def cmd_multikueue_up(args: argparse.Namespace) -> int:
+    from . import multikueue  # needs PyYAML (Kueue's configuration) and the repository's manifests
+
+    base = Path(args.dir) if args.dir else multikueue.default_base()
+    started = time.monotonic()
+    clusters = multikueue.up(base, args.workers, args.nodes, args.quota_cpu, args.quota_memory)
+    print(f"MultiKueue up in {time.monotonic() - started:.1f}s under {base}: manager and "
+          f"{', '.join(multikueue.worker_names(args.workers))}, a Kueue on each; submit to LocalQueue "
+          f"{multikueue.LOCAL_QUEUE} in namespace {multikueue.QUEUE_NAMESPACE} on the manager with "
+          f"managedBy {multikueue.CONTROLLER_NAME}, and run `tfjob-operator run --kubeconfig ...` for each",
+          file=sys.stderr)
+    for name, cluster in clusters.items():
+        print(f"# {name}\nexport KUBECONFIG_{name.upper().replace('-', '_')}={cluster.kubeconfig}")
+    return 0
+
+
+def cmd_multikueue_down(args: argparse.Namespace) -> int:
+    from . import multikueue
+
+    stopped = multikueue.down(Path(args.dir) if args.dir else multikueue.default_base())
+    print(f"stopped: {', '.join(stopped) or 'nothing'}", file=sys.stderr)
+    return 0
+
+
+def _multikueue_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workers", type=int, default=1, help="number of worker clusters (default 1)")
+    parser.add_argument("--nodes", type=int, default=2, help="fake nodes per cluster (default 2)")
+    parser.add_argument("--quota-cpu", default="8", help="CPU quota of ClusterQueue cq on each worker (default 8)")
+    parser.add_argument("--quota-memory", default="32Gi", help="its memory quota (default 32Gi)")
+
+
 def _up_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nodes", type=int, default=4, help="number of fake (KWOK) nodes (default 4)")
     parser.add_argument("--cpus", default="32", help="CPU capacity per node (default 32)")
@@ -153,6 +185,10 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str, Callable[[ar
     "status": (cmd_status, "show its components, ports and nodes", _no_arguments),
     "kubeconfig": (cmd_kubeconfig, "print the path of the admin kubeconfig", _no_arguments),
     "logs": (cmd_logs, "print a component's log", _logs_arguments),
+    "multikueue-up": (cmd_multikueue_up, "start a MultiKueue manager and workers side by side (--dir: their "
+                      "parent folder, default ~/.cache/tfjob-operator/clusters/multikueue), a Kueue on each",
+                      _multikueue_arguments),
+    "multikueue-down": (cmd_multikueue_down, "stop the clusters multikueue-up started", _no_arguments),
     "demo": (cmd_demo, "start the cluster and the operator, run an example job to Succeeded", _demo_arguments),
 }
 

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tfconfig import ROLES
+from tfjob_api import managed_by
 from tfjob_api.bounds import CONDITION_MESSAGE_MAX, CONDITION_REASON_MAX, PROGRESS_TEXT_MAX
 from tfjob_api.defaults import BACKOFF_LIMIT, CLEAN_POD_POLICY, RESTART_POLICY
 from tfjob_api.names import GROUP, KIND, PLURAL, VERSION
@@ -377,6 +378,7 @@ def spec_schema(component: Component) -> dict[str, Any]:
     })
     spec_props["progress"] = progress_schema()
     spec_props["failurePolicy"] = failure_policy_schema()
+    spec_props["managedBy"] = managed_by.schema()
     return {
         "type": "object",
         "description": "The desired training job: its roles and run policy.",
@@ -393,6 +395,7 @@ def spec_schema(component: Component) -> dict[str, Any]:
                     f"(x == '{role}' && has(self.{role}))" for role in ROLES) + "))",
                 "message": ROLE_NOT_IN_JOB,
             },
+            managed_by.immutable_rule(),
         ],
     }
 

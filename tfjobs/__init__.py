@@ -11,17 +11,17 @@ Modules, one concept each: `client` (TfJobClient and its errors), `cli` (the `ku
 plugin), `logs` (every pod's log as one prefixed stream, followed across pod restarts), `watching`
 (a job and its pods kept current by a list + watch of each), `progress` (the one-line state of a
 job), `training` (the training's own progress, from a job with `spec.progress`), `describe` (why a
-pod is pending or failing), `jobview` (a job and its pods as a person reads them), `selectors`
-(Argo's successCondition/failureCondition evaluator), `manifests` (reading job files and the objects
-beside their jobs, `--set` overrides), `served` (why the cluster does not serve a kind: its CRD
-missing or not accepted), `kubeconfig` (kubectl's default namespace), `tables` and
-`durations` (kubectl-style output and input), `kinds` (the two kinds, extending `tfjob_api.kinds`),
-`errors` (`ClusterApiError`, `CredentialsError`, `KindNotServed`). API access goes through the
-official `kubernetes` client's public API, in `connection` only; the rules (labels, conditions, what a
-pod's status means, TF_CONFIG) are the API contract the operator follows too (`tfjob_api`,
-`tfconfig`), the only packages of this repository imported here. Nothing here imports the operator
-(`controller`, `kube`, `informers`, `workqueue`), and the operator imports nothing from here. See
-docs/using.md.
+pod is pending or failing), `dispatch` (where a job MultiKueue dispatched runs), `jobview` (a job
+and its pods as a person reads them), `selectors` (Argo's successCondition/failureCondition
+evaluator), `manifests` (reading job files and the objects beside their jobs, `--set` overrides),
+`served` (why the cluster does not serve a kind: its CRD missing or not accepted), `kubeconfig`
+(kubectl's default namespace), `tables` and `durations` (kubectl-style output and input), `kinds`
+(the two kinds, extending `tfjob_api.kinds`), `errors` (`ClusterApiError`, `CredentialsError`,
+`KindNotServed`). API access goes through the official `kubernetes` client's public API, in
+`connection` only; the rules (labels, conditions, what a pod's status means, TF_CONFIG) are the API
+contract the operator follows too (`tfjob_api`, `tfconfig`), the only packages of this repository
+imported here. Nothing here imports the operator (`controller`, `kube`, `informers`, `workqueue`),
+and the operator imports nothing from here. See docs/using.md.
 """
 
 from tfjobs.client import STATES, JobFailed, JobNotFound, TfJobClient, TfJobError, WaitTimeout

@@ -38,6 +38,7 @@ import yaml
 
 from tfjobs.client import STATES, AmbiguousJob, JobFailed, JobNotFound, TfJobClient, WaitTimeout
 from tfjobs.describe import describe
+from tfjobs.dispatch import dispatched
 from tfjobs.durations import parse_duration
 from tfjobs.errors import ClusterApiError, CredentialsError, KindNotServed
 from tfjobs.kinds import JobKind, kind_named, kind_of
@@ -133,7 +134,9 @@ def cmd_get(client: TfJobClient, args: argparse.Namespace, console: Console) -> 
 def cmd_describe(client: TfJobClient, args: argparse.Namespace, console: Console) -> int:
     job_kind, job = client.find(args.name, kind=args.kind)
     pods = client.pods(args.name)
-    console.out.write(describe(job_kind.view(job), pods, client.events(args.name, pods=pods, kind=job_kind)))
+    runs_on = client.placement(job) if dispatched(job) else None
+    console.out.write(describe(job_kind.view(job), pods, client.events(args.name, pods=pods, kind=job_kind),
+                               runs_on=runs_on))
     console.out.flush()
     return EXIT_OK
 
@@ -145,6 +148,13 @@ def _print_lines(lines: Any, args: argparse.Namespace, console: Console) -> None
 
 
 def cmd_logs(client: TfJobClient, args: argparse.Namespace, console: Console) -> int:
+    job_kind, job = client.find(args.name, kind=args.kind)
+    if dispatched(job):  # no pods here: they are on the worker cluster MultiKueue chose
+        where = client.placement(job)
+        console.error(f"error: {job_kind.name} {args.name} was dispatched by MultiKueue "
+                      f"{'to worker cluster ' + where if where else 'and has no worker cluster yet'}: its pods "
+                      "and their logs are there; run this with that cluster's --kubeconfig or --context")
+        return EXIT_ERROR
     lines = client.logs(args.name, follow=args.follow, role=args.role, index=args.index, container=args.container,
                         all_containers=args.all_containers, since=args.since, tail=args.tail, kind=args.kind,
                         on_error=lambda message: console.error(f"warning: {message}"))

@@ -36,6 +36,7 @@ from typing import Any, NoReturn
 from tfconfig import ROLES
 from tfjob_api import conditions
 from tfjob_api.documents import describe
+from tfjobs import dispatch
 from tfjobs.connection import Connection, api_path
 from tfjobs.durations import parse_duration, parse_time
 from tfjobs.errors import ClusterApiError, KindNotServed
@@ -322,6 +323,18 @@ class TfJobClient:
         answer = self.connection.list(api_path("", "v1", "pods", self._ns(namespace)),
                                 label_selector=pod_selector(name, role, index))
         return sorted(answer.get("items") or [], key=lambda p: p["metadata"]["name"])
+
+    def placement(self, job: Mapping[str, Any]) -> str:
+        """The worker cluster a job MultiKueue dispatched runs on, as its Workload says ('' while it
+        is not placed, or when Kueue's API is not served here)."""
+        try:
+            answer = self.connection.list(api_path(*dispatch.WORKLOADS, job["metadata"]["namespace"]),
+                                          label_selector=dispatch.workload_selector(job))
+        except ClusterApiError as error:
+            if error.status in (403, 404):
+                return ""
+            raise
+        return dispatch.placement(answer.get("items") or [])
 
     def events(self, name: str, *, namespace: str | None = None, pods: Iterable[Mapping[str, Any]] | None = None,
                kind: KindName = None) -> builtins.list[dict[str, Any]]:

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tfjob_api import conditions, podstate
+from tfjobs.dispatch import runs_on_line
 from tfjobs.durations import age_since
 from tfjobs.jobview import (
     FINISHED_STATES,
@@ -105,8 +106,10 @@ def _event_row(event: Mapping[str, Any], now: datetime) -> list[str]:
 
 
 def describe(job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], events: Iterable[Mapping[str, Any]],
-             now: datetime | None = None) -> str:
-    """The text of `kubectl tfjob describe` (events oldest first; the last EVENTS_SHOWN are shown)."""
+             now: datetime | None = None, runs_on: str | None = None) -> str:
+    """The text of `kubectl tfjob describe` (events oldest first; the last EVENTS_SHOWN are shown).
+    `runs_on`: for a job MultiKueue dispatched, the worker cluster it runs on ('' while unplaced);
+    its pods are there, so none is expected here."""
     now = now or datetime.now(UTC)
     metadata, spec, status = job.get("metadata") or {}, job.get("spec") or {}, job.get("status") or {}
     state = job_state(job)
@@ -121,7 +124,9 @@ def describe(job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], events: 
         f"Completed:    {status.get('completionTime') or '<none>'}",
         f"Restarts:     {status.get('restartCount', 0)} ({_job_budget(spec, status)})",
     ]
-    if spec.get("suspend"):
+    if runs_on is not None:
+        lines.append(runs_on_line(runs_on))
+    if spec.get("suspend") and runs_on is None:
         lines.append("Suspend:      true")
     progress = training(job, now)
     if progress is not None:
@@ -158,7 +163,8 @@ def describe(job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], events: 
 
     pod_list = list(pods)
     by_slot = pods_by_slot(pod_list)
-    expect_pods = state not in FINISHED_STATES and state != conditions.SUSPENDED and not spec.get("suspend")
+    expect_pods = (state not in FINISHED_STATES and state != conditions.SUSPENDED and not spec.get("suspend")
+                   and runs_on is None)
     rows: list[list[Any]] = []
     problems: list[str] = []
     slots = sorted({*((role, i) for role, count in desired.items() for i in range(count)), *by_slot},

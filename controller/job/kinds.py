@@ -15,8 +15,8 @@ and asks it; nothing else asks which kind it holds. A kind says:
 * what it takes part in: the job's own NetworkPolicy (`spec.networkPolicy`) and queueing through
   this operator's Kueue gate -- a TensorFlowJob does both; a TFJob has no `spec.networkPolicy`, and
   Kueue queues TFJobs through its own TFJob integration;
-* whether this operator runs a given job of the kind (every TensorFlowJob; a TFJob by its
-  `runPolicy.managedBy`);
+* whether this operator runs a given job of the kind (a TensorFlowJob by its `spec.managedBy`, a TFJob
+  by its `runPolicy.managedBy`), and whether MultiKueue runs it on a worker cluster instead;
 * the fields it accepts but does not use (warned about until the job is created), and its
   conversion to a TensorFlowJob (`tfjob-operator convert`).
 
@@ -35,7 +35,7 @@ from controller.job.kubeflow import ownership
 from controller.job.kubeflow.convert import Conversion, convert
 from controller.job.kubeflow.validation import validate_tfjob
 from controller.job.validation import Problem, validate_job
-from tfjob_api import crd
+from tfjob_api import crd, managed_by
 from tfjob_api import kinds as api_kinds
 from tfjob_api.defaults import apply_defaults
 from tfjob_api.kubeflow_model import NO_GANG_SCHEDULER, ignored_fields, to_model
@@ -106,6 +106,11 @@ class JobKind(api_kinds.Kind, ABC):
         that name no controller)."""
         return True
 
+    def dispatched(self, stored: Mapping[str, Any]) -> bool:
+        """Whether Kueue's MultiKueue runs the (served) job on a worker cluster: here the operator keeps
+        its Workload and nothing else (`controller.kueue.multikueue`)."""
+        return False
+
     def ignored_fields(self, stored: Mapping[str, Any], gang_scheduling: bool = False) -> list[str]:
         """Its fields that are accepted but not used, each with why (warned about until created);
         `gang_scheduling`: whether the operator runs with a gang scheduler."""
@@ -142,6 +147,13 @@ class TensorFlowJobKind(JobKind):
 
     def validate(self, document: Any) -> list[Problem]:
         return validate_job(document)
+
+    def serves(self, stored: Mapping[str, Any], serve_unmanaged: bool) -> bool:
+        """By its `spec.managedBy` (`tfjob_api.managed_by`): this operator's, unset, or MultiKueue's."""
+        return managed_by.is_ours(stored) or managed_by.is_dispatched(stored)
+
+    def dispatched(self, stored: Mapping[str, Any]) -> bool:
+        return managed_by.is_dispatched(stored)
 
 
 @dataclass(frozen=True, eq=False)

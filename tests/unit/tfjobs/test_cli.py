@@ -353,3 +353,14 @@ def test_no_subcommand_prints_the_help_and_fails(run: Run) -> None:
     status, _, err = run()
 
     assert status == 1 and "submit" in err and "logs" in err
+
+
+def test_logs_of_a_dispatched_job_on_the_manager_name_its_worker_cluster(run: Run) -> None:
+    job = job_named("a")
+    job["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
+    run.client.get.return_value = job
+    run.client.placement.return_value = "worker-1"
+    status, out, err = run("logs", "a")
+    assert status == 1 and out == ""
+    assert "dispatched by MultiKueue to worker cluster worker-1" in err and "--kubeconfig" in err
+    run.client.logs.assert_not_called()

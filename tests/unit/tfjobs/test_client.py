@@ -272,3 +272,17 @@ def test_create_from_yaml_still_needs_exactly_one_job_beside_its_companions(kube
     with pytest.raises(ValueError, match="holds 2 jobs"):
         TfJobClient(kube).create_from_yaml(yaml.safe_dump_all([CONFIG_MAP, JOB, JOB]))
     assert kube.method_calls == []
+
+
+def test_the_placement_of_a_dispatched_job_is_read_from_its_workloads(kube: MagicMock) -> None:
+    kube.list.return_value = {"items": [{"status": {"clusterName": "worker-1"}}]}
+    job = {"metadata": {"name": "j", "namespace": "team-a", "uid": "u-1"}}
+    assert TfJobClient(kube, "team-a").placement(job) == "worker-1"
+    path = kube.list.call_args.args[0]
+    assert path == "/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/workloads"
+    assert kube.list.call_args.kwargs == {"label_selector": "kueue.x-k8s.io/job-uid=u-1"}
+
+
+def test_without_kueue_a_job_has_no_placement(kube: MagicMock) -> None:
+    kube.list.side_effect = ClusterApiError(404, "NotFound", "the server could not find the requested resource")
+    assert TfJobClient(kube, "team-a").placement({"metadata": {"namespace": "team-a", "uid": "u"}}) == ""

@@ -124,3 +124,14 @@ def test_job_problems_say_why_a_job_waits_or_failed() -> None:
     assert job_problems(suspended) == ["Suspended: WaitingForAdmission: waiting for quota"]
     assert job_problems(quota) == ["not running: QuotaExceeded: exceeded quota: q"]
     assert job_problems(running_job(worker=1)) == []
+
+
+def test_a_job_multikueue_dispatched_names_its_worker_cluster_and_expects_no_pods_here() -> None:
+    job = running_job(worker=2)
+    text = describe(job, [], [], NOW, runs_on="worker-1")
+    assert "Runs on:      worker cluster worker-1 (dispatched by MultiKueue: its pods are there)" in text
+    assert section(text, "Pods").splitlines()[-1].strip() == "<none>"
+
+
+def test_a_dispatched_job_not_placed_yet_says_so() -> None:
+    assert "Runs on:      <no worker cluster yet>" in describe(running_job(worker=1), [], [], NOW, runs_on="")
