@@ -31,7 +31,7 @@ import structlog
 from controller.caches import JobCaches
 from controller.events import EventRecorder
 from controller.handlers import JobEventHandlers
-from controller.kueue.gate import KueueGate
+from controller.kueue.gate import KueueGate, decide_tfjobs
 from controller.memory import JobMemory
 from controller.metrics import ControllerMetrics
 from controller.options import DEFAULTS, ControllerOptions
@@ -72,7 +72,8 @@ class Controller:
             metrics_provider=PrometheusMetricsProvider(registry=metrics.registry) if metrics else None)
         on_relist = (lambda name: metrics.informer_relists.labels(name.split("[")[0]).inc()) if metrics else None
         self.caches = JobCaches(kube, options, clock=clock, on_relist=on_relist, owned=owned)
-        gate = (KueueGate(kube, self.caches.workload_of, self.caches.flavor, clock)
+        gate = (KueueGate(kube, self.caches.workload_of, self.caches.flavor, clock,
+                          queues_tfjobs=decide_tfjobs(kube, options.kueue_tfjob))
                 if self.caches.workloads is not None else None)
         self.reconciler = Reconciler(kube, self.caches, options, memory=self.memory, recorder=recorder,
                                      metrics=metrics, clock=clock, kueue_gate=gate,
