@@ -9,7 +9,9 @@ templates as they are, and report what Kueue reads (`replicaStatuses[*].active`,
 
 Kueue enables a framework's controller only once the kind's API is served, so the session's Kueue
 (batch/job only) is stopped and one with `kubeflow.org/tfjob` is started after the TFJob CRD is
-installed; the session's Kueue is started again after this module. Kueue's webhooks are not installed
+installed; the session's Kueue is started again after this module. The session operator is restarted
+after each switch: it reads Kueue's Configuration at start (`--kueue-tfjob=auto`) and leaves TFJobs
+to Kueue while its TFJob integration is on, so the two never both make a TFJob's Workload. Kueue's webhooks are not installed
 on the devcluster, so each TFJob is created as Kueue's mutating webhook would have left it: suspended
 (`runPolicy.suspend: true`) and with the queue-name label.
 """
@@ -27,6 +29,7 @@ from devcluster.kueue import DEFAULT_FRAMEWORKS, Kueue
 from kube import Kube, resource_path
 from tests.support.jobs import DEVCLUSTER_IMAGE, container
 from tests.support.kubeflow import devcluster_replica, tfjob_manifest
+from tests.support.operator import Operator
 from tests.support.polling import wait_for
 
 TFJOB_FRAMEWORK = "kubeflow.org/tfjob"
@@ -43,7 +46,8 @@ def _tfjob_workloads_held(api: Kube) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def _tfjob_framework_kueue(cluster: Cluster, kueue: Kueue, kueue_api: Kube) -> Iterator[dict[str, Kueue]]:
+def _tfjob_framework_kueue(cluster: Cluster, kueue: Kueue, kueue_api: Kube,
+                           operator: Operator) -> Iterator[dict[str, Kueue]]:
     """Holds the Kueue with the TFJob framework once a test started it (`tfjob_kueue`); at the end
     of the module it is stopped and the session's Kueue started again."""
     started: dict[str, Kueue] = {}
@@ -55,10 +59,12 @@ def _tfjob_framework_kueue(cluster: Cluster, kueue: Kueue, kueue_api: Kube) -> I
         wait_for(lambda: not _tfjob_workloads_held(kueue_api), 60, "Kueue to release the TFJobs' Workloads")
         manager.stop()
         kueue.start()
+        operator.stop()
+        operator.start()
 
 
 @pytest.fixture
-def tfjob_kueue(cluster: Cluster, kueue: Kueue, kubeflow_tfjobs: Any,
+def tfjob_kueue(cluster: Cluster, kueue: Kueue, kubeflow_tfjobs: Any, operator: Operator,
                 _tfjob_framework_kueue: dict[str, Kueue]) -> Kueue:
     """Kueue with the batch/job and kubeflow.org/tfjob frameworks, started after `kubeflow_tfjobs`
     installed the TFJob CRD (and restarted the session operator so it serves TFJobs)."""
@@ -67,6 +73,8 @@ def tfjob_kueue(cluster: Cluster, kueue: Kueue, kubeflow_tfjobs: Any,
         manager = Kueue(cluster, frameworks=(*DEFAULT_FRAMEWORKS, TFJOB_FRAMEWORK))
         manager.start()
         _tfjob_framework_kueue["manager"] = manager
+        operator.stop()  # it reads Kueue's Configuration at start: now it leaves TFJobs to Kueue
+        operator.start()
     return _tfjob_framework_kueue["manager"]
 
 
