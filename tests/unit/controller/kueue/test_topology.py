@@ -18,10 +18,10 @@ RACK = "tfjob-test/rack"
 def job(chief_annotations: dict[str, str] | None = None,
         worker_annotations: dict[str, str] | None = None) -> dict[str, Any]:
     roles = {}
-    for name, replicas, annotations in (("chief", 1, chief_annotations), ("worker", 4, worker_annotations)):
+    for name, replicas, notes in (("chief", 1, chief_annotations), ("worker", 4, worker_annotations)):
         spec = role(replicas, containers=[container(requests={"cpu": "1"})])
-        if annotations is not None:
-            spec["template"]["metadata"] = {"annotations": annotations}
+        if notes is not None:
+            spec["template"]["metadata"] = {"annotations": notes}
         roles[name] = spec
     return apply_defaults(tfjob("j", roles, namespace="ns", uid="u", labels={kueue.QUEUE_LABEL: "lq"}))
 
