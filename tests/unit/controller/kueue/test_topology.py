@@ -57,7 +57,7 @@ def test_the_slice_form_needs_its_size_as_an_integer() -> None:
 
 
 def test_an_unconstrained_annotation_that_is_no_boolean_is_an_error_naming_it() -> None:
-    with pytest.raises(topology.TopologyRequestError, match="podset-unconstrained-topology.*'maybe'"):
+    with pytest.raises(topology.TopologyRequestError, match=r"podset-unconstrained-topology.*'maybe'"):
         requests(job({topology.UNCONSTRAINED: "maybe"}))
 
 
