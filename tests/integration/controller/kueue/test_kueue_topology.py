@@ -190,21 +190,19 @@ def test_a_preferred_topology_spreads_only_when_it_must(jobs: TfJobs, racks: Rac
 def test_a_deleted_pod_comes_back_in_the_same_rack_and_the_workload_stays_admitted(jobs: TfJobs,
                                                                                    racks: Racks) -> None:
     job = submit(jobs, "keep", 5)
-    jobs.wait_pods("keep", 5, timeout=90)
+    before = {p["metadata"]["name"]: p["metadata"]["uid"] for p in jobs.wait_pods("keep", 5, timeout=90)}
     rack = racks_of(jobs, racks, "keep")
-    admitted_at = next(c for c in workload_of(jobs, job)["status"]["conditions"] if c["type"] == "Admitted")
-    victim = next(p for p in jobs.pods("keep") if p["metadata"]["name"].endswith("-2"))
-    jobs.api.delete(resource_path("", "v1", "pods", jobs.namespace, victim["metadata"]["name"]),
-                    query={"gracePeriodSeconds": 0})
-    wait_for(lambda: any(p["metadata"]["name"] == victim["metadata"]["name"]
-                         and p["metadata"]["uid"] != victim["metadata"]["uid"] for p in jobs.pods("keep")),
-             60, "the deleted pod to be created again")
+    victim = "keep-worker-2"
+    jobs.api.request("DELETE", resource_path("", "v1", "pods", jobs.namespace, victim), query={"gracePeriodSeconds": 0})
+    wait_for(lambda: any(p["metadata"]["name"] == victim and p["metadata"]["uid"] != before[victim]
+                         for p in jobs.pods("keep")), 60, "the deleted pod to be created again")
     pods = jobs.wait_pods("keep", 5, timeout=90)
     assert racks_of(jobs, racks, "keep") == rack, [(p["metadata"]["name"], p["spec"]["nodeName"]) for p in pods]
-    workload = workload_of(jobs, job)
-    info = kq.admission(workload)
-    assert info.admitted and not info.evicted
-    assert next(c for c in workload["status"]["conditions"] if c["type"] == "Admitted") == admitted_at
+    after = {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods}
+    assert {n: u for n, u in after.items() if n != victim} == {n: u for n, u in before.items() if n != victim}
+    info = kq.admission(workload_of(jobs, job))
+    assert info.admitted and not info.evicted and info.requeued is None  # never evicted nor re-queued
+    assert suspended_reason(jobs, "keep") is None
 
 
 def test_a_job_without_a_topology_annotation_is_placed_unconstrained_and_runs(jobs: TfJobs, racks: Racks) -> None:
