@@ -133,7 +133,10 @@ def cmd_get(client: TfJobClient, args: argparse.Namespace, console: Console) -> 
 def cmd_describe(client: TfJobClient, args: argparse.Namespace, console: Console) -> int:
     job_kind, job = client.find(args.name, kind=args.kind)
     pods = client.pods(args.name)
-    console.out.write(describe(job_kind.view(job), pods, client.events(args.name, pods=pods, kind=job_kind)))
+    queued = ((job.get("metadata") or {}).get("labels") or {}).get("kueue.x-k8s.io/queue-name")
+    workload = client.workload(job) if queued else None
+    console.out.write(describe(job_kind.view(job), pods, client.events(args.name, pods=pods, kind=job_kind),
+                               workload=workload))
     console.out.flush()
     return EXIT_OK
 

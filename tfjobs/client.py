@@ -323,6 +323,20 @@ class TfJobClient:
                                 label_selector=pod_selector(name, role, index))
         return sorted(answer.get("items") or [], key=lambda p: p["metadata"]["name"])
 
+    def workload(self, job: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The job's Kueue Workload (by Kueue's `job-uid` label), or None: not queued, or Kueue's API
+        not served or not readable with these credentials."""
+        meta = job.get("metadata") or {}
+        path = api_path("kueue.x-k8s.io", "v1beta2", "workloads", meta.get("namespace"))
+        try:
+            found = self.connection.list(path, label_selector=f"kueue.x-k8s.io/job-uid={meta.get('uid', '')}")
+        except ClusterApiError as error:
+            if error.status in (403, 404):
+                return None
+            raise
+        items = found.get("items") or []
+        return dict(items[0]) if items else None
+
     def events(self, name: str, *, namespace: str | None = None, pods: Iterable[Mapping[str, Any]] | None = None,
                kind: KindName = None) -> builtins.list[dict[str, Any]]:
         """Events of the job and of its pods (`pods`, else the current ones), oldest first."""

@@ -6,8 +6,9 @@ progress when the job reports it, every slot of every role (a slot without its p
 pod's phase, node, restarts, TF_CONFIG task and age, then the problems in the words of whoever
 decided — the scheduler's message for a pending pod (`persistentvolumeclaim "data" not found`), the
 kubelet's for a waiting or failed container, the operator's for a job that cannot run (a quota, a
-name conflict, a queue) — and the last events of the job and its pods. Pure: dicts and the current
-time in, text out.
+name conflict, a queue) — and the last events of the job and its pods. A job queued by Kueue also
+shows its Workload and, when Kueue placed it by topology, the domains it landed in. Pure: dicts and
+the current time in, text out.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tfjob_api import conditions, podstate
+from tfjob_api.kueue_placement import placement_lines
 from tfjobs.durations import age_since
 from tfjobs.jobview import (
     FINISHED_STATES,
@@ -69,9 +71,22 @@ def _event_row(event: Mapping[str, Any], now: datetime) -> list[str]:
             " ".join(str(event.get("message") or event.get("note") or "").split())]
 
 
+def _queue_lines(workload: Mapping[str, Any]) -> list[str]:
+    """The Workload's name and its ClusterQueue, and where Kueue placed each pod set by topology."""
+    admission = (workload.get("status") or {}).get("admission") or {}
+    queue = f" (admitted by ClusterQueue {admission['clusterQueue']})" if admission.get("clusterQueue") else ""
+    lines = [f"Workload:     {(workload.get('metadata') or {}).get('name', '')}{queue}"]
+    placed = placement_lines(workload)
+    if placed:
+        lines.append("Placement:    " + placed[0])
+        lines += [f"              {line}" for line in placed[1:]]
+    return lines
+
+
 def describe(job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], events: Iterable[Mapping[str, Any]],
-             now: datetime | None = None) -> str:
-    """The text of `kubectl tfjob describe` (events oldest first; the last EVENTS_SHOWN are shown)."""
+             now: datetime | None = None, workload: Mapping[str, Any] | None = None) -> str:
+    """The text of `kubectl tfjob describe` (events oldest first; the last EVENTS_SHOWN are shown);
+    `workload`: the job's Kueue Workload, if it has one."""
     now = now or datetime.now(UTC)
     metadata, spec, status = job.get("metadata") or {}, job.get("spec") or {}, job.get("status") or {}
     state = job_state(job)
@@ -88,6 +103,8 @@ def describe(job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], events: 
     ]
     if spec.get("suspend"):
         lines.append("Suspend:      true")
+    if workload is not None:
+        lines += _queue_lines(workload)
     progress = training(job, now)
     if progress is not None:
         lines.append(f"Training:     {render_training(progress, now)}")

@@ -25,7 +25,7 @@ pkg/controller/jobframework/tas.go, pkg/podset/podset.go, pkg/controller/tas/top
   while the Workload stays admitted; the ungater places it in a domain of the same assignment
   (where a pod is missing), so the job is never re-queued for it.
 
-`assigned_domains` reads an assignment back (for `kubectl tfjob describe` and the tests).
+`assigned_domains` (from `tfjob_api.kueue_placement`, which the client shares) reads an assignment back.
 """
 
 from __future__ import annotations
@@ -35,6 +35,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from controller.kueue.protocol import GROUP
+from tfjob_api.kueue_placement import assigned_domains
+
+__all__ = ["GROUP_NAME", "PREFERRED", "REQUIRED", "SCHEDULING_GATE", "SLICE_REQUIRED", "SLICE_SIZE",
+           "UNCONSTRAINED", "TopologyRequestError", "assigned_domains", "gate_assigned_roles",
+           "podset_topology_request", "with_topology_requests"]
 
 REQUIRED = f"{GROUP}/podset-required-topology"
 PREFERRED = f"{GROUP}/podset-preferred-topology"
@@ -111,30 +116,3 @@ def gate_assigned_roles(flavored: Mapping[str, Any], workload: Mapping[str, Any]
             metadata = template.setdefault("metadata", {})
             metadata["annotations"] = {**(metadata.get("annotations") or {}), UNCONSTRAINED: "true"}
     return result
-
-
-def _slice_values(level: Mapping[str, Any], count: int) -> list[str]:
-    if level.get("universal") is not None:
-        return [str(level["universal"])] * count
-    individual = level.get("individual") or {}
-    prefix, suffix = individual.get("prefix") or "", individual.get("suffix") or ""
-    return [f"{prefix}{root}{suffix}" for root in individual.get("roots") or []]
-
-
-def assigned_domains(assignment: Mapping[str, Any] | None) -> list[tuple[dict[str, str], int]]:
-    """A `topologyAssignment` (v1beta2's compressed slices) as a list of (domain, pod count), the domain
-    being {level label: value} for each of its levels, in the assignment's order. [] for None."""
-    if not assignment:
-        return []
-    levels = list(assignment.get("levels") or [])
-    domains: list[tuple[dict[str, str], int]] = []
-    for piece in assignment.get("slices") or []:
-        count = int(piece.get("domainCount") or 0)
-        values = [_slice_values(level, count) for level in piece.get("valuesPerLevel") or []]
-        pods = piece.get("podCounts") or {}
-        counts = ([int(pods["universal"])] * count if pods.get("universal") is not None
-                  else [int(n) for n in pods.get("individual") or []])
-        for index in range(count):
-            domain = {levels[i]: values[i][index] for i in range(min(len(levels), len(values)))}
-            domains.append((domain, counts[index] if index < len(counts) else 0))
-    return domains

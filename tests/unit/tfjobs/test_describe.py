@@ -101,3 +101,21 @@ def test_job_problems_say_why_a_job_waits_or_failed() -> None:
     assert job_problems(suspended) == ["Suspended: WaitingForAdmission: waiting for quota"]
     assert job_problems(quota) == ["not running: QuotaExceeded: exceeded quota: q"]
     assert job_problems(running_job(worker=1)) == []
+
+
+def test_a_job_placed_by_kueues_topology_shows_its_workload_and_the_rack_it_landed_in() -> None:
+    job = running_job(worker=5)
+    assignment = {"levels": ["tfjob-test/block", "tfjob-test/rack", "kubernetes.io/hostname"], "slices": [
+        {"domainCount": 3, "valuesPerLevel": [{"universal": "b1"}, {"universal": "r2"},
+                                              {"individual": {"prefix": "node-", "roots": ["a", "b", "c"]}}],
+         "podCounts": {"individual": [2, 2, 1]}}]}
+    workload = {"metadata": {"name": "tensorflowjob-job-abcde"}, "status": {"admission": {
+        "clusterQueue": "cq", "podSetAssignments": [{"name": "worker", "topologyAssignment": assignment}]}}}
+    text = describe(job, [], [], NOW, workload=workload)
+    assert "Workload:     tensorflowjob-job-abcde (admitted by ClusterQueue cq)" in text
+    assert "Placement:    worker: tfjob-test/block=b1,tfjob-test/rack=r2 (5 pods) on 3 hosts" in text
+
+
+def test_a_job_without_a_workload_shows_no_queue_lines() -> None:
+    text = describe(running_job(worker=2), [], [], NOW)
+    assert "Workload:" not in text and "Placement:" not in text

@@ -205,3 +205,34 @@ def test_preempted_tfjob_resumes_when_the_preemptor_finishes(jobs: Any, kueue_fl
     jobs.wait_for(lambda: is_suspended_condition(jobs, "low", "False", "TFJobResumed"), 30,
                   f"low to be resumed (status: {jobs.stored_status('low')})")
     jobs.wait_condition("low", "Running")
+
+
+def test_switching_to_the_operators_queueing_keeps_each_tfjob_and_its_workload(
+        jobs: Any, kueue: Kueue, operator: Operator, _tfjob_framework_kueue: dict[str, Kueue]) -> None:
+    """Kueue's TFJob integration turned off on a live cluster (docs/kubeflow.md, "Switching over"):
+    Kueue restarted without it, then the operator restarted, which now queues TFJobs itself. Last in
+    this module: the session's Kueue (without the integration) runs from here on."""
+    running = submit(jobs, "running", cpu_workers(2, "3"))  # 6 of the 8 CPUs
+    before = {p["metadata"]["name"]: p["metadata"]["uid"] for p in jobs.wait_pods("running", 2, timeout=60)}
+    waiting = submit(jobs, "waiting", cpu_workers(2, "3"))
+    wait_workload(jobs, waiting, lambda a: a.pending_reason == kq.REASON_PENDING, "to wait for quota")
+    names = {job["metadata"]["name"]: (workload_of(jobs, job) or {})["metadata"]["name"] for job in (running, waiting)}
+
+    _tfjob_framework_kueue.pop("manager").stop()
+    kueue.start()
+    operator.stop()
+    operator.start()
+
+    jobs.wait_for(lambda: not _tfjob_workloads_held(jobs.api), 60, "the operator to adopt the Workloads")
+    assert {job["metadata"]["name"]: (workload_of(jobs, job) or {})["metadata"]["name"]
+            for job in (running, waiting)} == names
+    assert kq.admission(workload_of(jobs, running) or {}).admitted
+    assert {p["metadata"]["name"]: p["metadata"]["uid"] for p in jobs.wait_pods("running", 2)} == before
+    assert jobs.pods("waiting") == [] and suspended(jobs, "waiting")
+    for name in before:
+        jobs.exit_pod(name, 0)
+    jobs.wait_condition("running", "Succeeded")
+    wait_workload(jobs, running, lambda a: a.finished, "to be Finished by the operator")
+    wait_workload(jobs, waiting, lambda a: a.admitted, "to be admitted")
+    jobs.wait_pods("waiting", 2, timeout=60)  # started by the operator, its runPolicy.suspend left true
+    assert workload_of(jobs, waiting)["metadata"]["name"] == names["waiting"]
