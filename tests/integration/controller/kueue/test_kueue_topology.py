@@ -164,9 +164,10 @@ def test_a_second_job_waits_while_no_rack_has_room_and_runs_when_one_frees(jobs:
     jobs.wait_pods("second", 5, timeout=90)
     assert racks_of(jobs, racks, "first") != racks_of(jobs, racks, "second")
     third = submit(jobs, "third", 5)  # one free slot in each rack, and quota for all: it waits for a rack
-    jobs.wait_for(lambda: "insufficient" in str((jobs.condition("third", "Suspended") or {}).get("message")), 60,
-                  f"third to wait for room (status: {jobs.status('third')})")
-    assert suspended_reason(jobs, "third") == "WaitingForAdmission"
+    jobs.wait_for(lambda: "pod set worker" in str((jobs.condition("third", "Suspended") or {}).get("message")), 60,
+                  "Kueue's reason in third's condition")
+    message = jobs.condition("third", "Suspended")["message"]
+    assert suspended_reason(jobs, "third") == "WaitingForAdmission" and "topology" in message, message
     assert not kq.admission(workload_of(jobs, third)).quota_reserved
     assert jobs.pods("third") == []
     first_rack = racks_of(jobs, racks, "first")
