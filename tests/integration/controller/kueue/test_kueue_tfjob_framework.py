@@ -223,7 +223,10 @@ def test_switching_to_the_operators_queueing_keeps_each_tfjob_and_its_workload(
     operator.stop()
     operator.start()
 
-    jobs.wait_for(lambda: not _tfjob_workloads_held(jobs.api), 60, "the operator to adopt the Workloads")
+    def held() -> list[str]:
+        return [w["metadata"]["name"] for job in (running, waiting) if (w := workload_of(jobs, job))
+                and WORKLOAD_FINALIZER in (w["metadata"].get("finalizers") or [])]
+    jobs.wait_for(lambda: not held(), 60, "the operator to adopt the Workloads (dropping Kueue's finalizer)")
     assert {job["metadata"]["name"]: (workload_of(jobs, job) or {})["metadata"]["name"]
             for job in (running, waiting)} == names
     assert kq.admission(workload_of(jobs, running) or {}).admitted
