@@ -12,8 +12,8 @@ from pytest_mock import MockerFixture
 from controller.job.kinds import TENSORFLOWJOB, TFJOB
 from controller.kueue import protocol as kueue
 from controller.kueue import tfjobs, topology
-from controller.kueue.gate import KueueGate
-from kube import Kube
+from controller.kueue.gate import KueueGate, decide_tfjobs
+from kube import ApiError, Kube
 from kube.clock import FakeClock
 from tests.support.kubeflow import tfjob_manifest
 from tfjob_api.kubeflow import REPLICA_INDEX_LABEL as KUBEFLOW_INDEX_LABEL
@@ -83,3 +83,18 @@ def test_a_bad_topology_annotation_holds_the_job_with_an_error_naming_it(kube: M
     kube.create.assert_not_called()
     assert decision.gate is not None and decision.gate[0] == "InvalidTopologyRequest"
     assert "spec.worker.template.metadata.annotations" in decision.gate[1]
+
+
+@pytest.mark.parametrize("status", [403, 404])
+def test_a_kueue_configuration_the_operator_cannot_read_leaves_tfjobs_to_kueue(kube: Mock, status: int) -> None:
+    kube.get.side_effect = ApiError(status)
+    assert decide_tfjobs(kube, "auto") is False
+
+
+def test_auto_reads_kueues_configmap_and_the_flag_reads_nothing(kube: Mock) -> None:
+    kube.get.return_value = {"data": {tfjobs.CONFIG_KEY: "integrations:\n  frameworks: [batch/job]\n"}}
+    assert decide_tfjobs(kube, "auto") is True
+    assert kube.get.call_args.args[0] == "/api/v1/namespaces/kueue-system/configmaps/kueue-manager-config"
+    kube.get.reset_mock()
+    assert decide_tfjobs(kube, "kueue") is False
+    kube.get.assert_not_called()
