@@ -135,8 +135,16 @@ def podset_label_fix(flavored: dict[str, Any], job: Mapping[str, Any]) -> None:
 
 
 def run_by_admission(job: Mapping[str, Any]) -> dict[str, Any]:
-    """The model of a queued TFJob with `runPolicy.suspend` left to the queue (see the docstring)."""
-    return {**job, "spec": {**job["spec"], "suspend": False}}
+    """The model of a queued TFJob with `runPolicy.suspend` left to the queue (see the docstring), and
+    without the `kueue.x-k8s.io/podset` label Kueue's integration may have written into a template
+    (`master` for the chief; the admission gives it again). A new dict; the input is untouched."""
+    spec = copy.deepcopy(dict(job["spec"]))
+    spec["suspend"] = False
+    for role in kueue.queued_roles(job):
+        labels = ((spec[role].get("template") or {}).get("metadata") or {}).get("labels")
+        if labels:
+            labels.pop(kueue.PODSET_LABEL, None)
+    return {**job, "spec": spec}
 
 
 def finalizer_patch(workload: Mapping[str, Any]) -> dict[str, Any] | None:

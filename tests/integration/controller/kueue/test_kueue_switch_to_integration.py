@@ -21,11 +21,11 @@ from devcluster.kueue import DEFAULT_FRAMEWORKS, Kueue
 from tests.support.kubeflow import tfjob_manifest
 from tests.support.polling import wait_for
 
-from .test_kueue_tfjob_framework import (
+from .kubeflow_queueing import (
     TFJOB_FRAMEWORK,
-    _tfjob_workloads_held,
     cpu_workers,
     suspended,
+    tfjob_workloads_held,
     wait_workload,
     workload_of,
 )
@@ -41,7 +41,7 @@ def switch(cluster: Cluster, kueue: Kueue, kubeflow_tfjobs: Any, kueue_queue: An
     if manager is not None:
         for job in kubeflow_tfjobs.api.list(kubeflow_tfjobs.path())["items"]:
             kubeflow_tfjobs.api.delete(kubeflow_tfjobs.path(job["metadata"]["name"]))
-        wait_for(lambda: not _tfjob_workloads_held(kubeflow_tfjobs.api), 60,
+        wait_for(lambda: not tfjob_workloads_held(kubeflow_tfjobs.api), 60,
                  "Kueue to release the TFJobs' Workloads")
         manager.stop()
         kueue.start()

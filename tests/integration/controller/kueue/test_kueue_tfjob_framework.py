@@ -26,23 +26,22 @@ import pytest
 from controller.kueue import protocol as kq
 from devcluster.cluster import Cluster
 from devcluster.kueue import DEFAULT_FRAMEWORKS, Kueue
-from kube import Kube, resource_path
-from tests.support.jobs import DEVCLUSTER_IMAGE, container
-from tests.support.kubeflow import devcluster_replica, tfjob_manifest
+from kube import Kube
+from tests.support.kubeflow import tfjob_manifest
 from tests.support.operator import Operator
 from tests.support.polling import wait_for
 
-TFJOB_FRAMEWORK = "kubeflow.org/tfjob"
+from .kubeflow_queueing import (
+    TFJOB_FRAMEWORK,
+    WORKLOAD_FINALIZER,
+    cpu_workers,
+    suspended,
+    tfjob_workloads_held,
+    wait_workload,
+    workload_of,
+)
+
 POOL_LABEL = "tfjob-test/pool"  # the node label of the `pool-a` flavor (kueue/conftest.py)
-WORKLOAD_FINALIZER = "kueue.x-k8s.io/resource-in-use"
-
-
-def _tfjob_workloads_held(api: Kube) -> list[str]:
-    """Workloads of TFJobs that still carry Kueue's finalizer (only Kueue's TFJob controller removes it)."""
-    items = api.list(resource_path(kq.GROUP, kq.VERSION, kq.WORKLOAD_PLURAL))["items"]
-    return [f"{w['metadata']['namespace']}/{w['metadata']['name']}" for w in items
-            if WORKLOAD_FINALIZER in (w["metadata"].get("finalizers") or [])
-            and any(o.get("kind") == "TFJob" for o in w["metadata"].get("ownerReferences") or [])]
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +55,7 @@ def _tfjob_framework_kueue(cluster: Cluster, kueue: Kueue, kueue_api: Kube,
     if manager is not None:
         # The tests' Workloads are finished (kueue_queue); let this Kueue drop their finalizers, which
         # the session's Kueue (no TFJob controller) would not, leaving their namespaces Terminating.
-        wait_for(lambda: not _tfjob_workloads_held(kueue_api), 60, "Kueue to release the TFJobs' Workloads")
+        wait_for(lambda: not tfjob_workloads_held(kueue_api), 60, "Kueue to release the TFJobs' Workloads")
         manager.stop()
         kueue.start()
         operator.stop()
@@ -83,14 +82,6 @@ def jobs(kubeflow_tfjobs: Any, tfjob_kueue: Kueue, kueue_queue: Any, kueue_prior
     return kubeflow_tfjobs
 
 
-def cpu_workers(replicas: int, cpu: str, exit_after: str | None = None) -> dict[str, Any]:
-    """A Worker replica spec whose pods request `cpu` CPUs and 1Gi each (what the quota counts); with
-    `exit_after` they exit 0 that long after they start."""
-    return devcluster_replica(replicas, policy="OnFailure",
-                              containers=[container(DEVCLUSTER_IMAGE, requests={"cpu": cpu, "memory": "1Gi"})],
-                              exit_code=0 if exit_after else None, exit_after=exit_after)
-
-
 def submit(jobs: Any, name: str, workers: dict[str, Any], priority: str | None = None) -> dict[str, Any]:
     """Create the TFJob as Kueue's webhook would have left it: suspended, with the queue-name label."""
     labels = {kq.QUEUE_LABEL: "lq"}
@@ -99,28 +90,6 @@ def submit(jobs: Any, name: str, workers: dict[str, Any], priority: str | None =
     body = tfjob_manifest(name, {"Worker": workers}, metadata={"namespace": jobs.namespace, "labels": labels},
                           suspend=True)
     return jobs.api.create(jobs.path(), body)
-
-
-def workload_of(jobs: Any, job: dict[str, Any]) -> dict[str, Any] | None:
-    """The Workload Kueue created for the TFJob (found by its job-uid label), None before it exists."""
-    items = jobs.api.list(kq.workload_path(jobs.namespace), labelSelector=kq.job_uid_selector(job))["items"]
-    assert len(items) <= 1, [w["metadata"]["name"] for w in items]
-    return items[0] if items else None
-
-
-def wait_workload(jobs: Any, job: dict[str, Any], check: Any, what: str, timeout: float = 60) -> dict[str, Any]:
-    def ready() -> dict[str, Any] | None:
-        workload = workload_of(jobs, job)
-        return workload if workload is not None and check(kq.admission(workload)) else None
-    try:
-        return wait_for(ready, timeout, f"the Workload of {job['metadata']['name']} {what}")
-    except AssertionError as error:
-        workload = workload_of(jobs, job)
-        raise AssertionError(f"{error}; status: {workload and workload.get('status')}") from None
-
-
-def suspended(jobs: Any, name: str) -> bool:
-    return bool(((jobs.get(name) or {}).get("spec", {}).get("runPolicy") or {}).get("suspend"))
 
 
 def worker_template(jobs: Any, name: str) -> dict[str, Any]:

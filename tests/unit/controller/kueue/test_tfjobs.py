@@ -91,3 +91,17 @@ def test_kueues_finalizer_is_dropped_from_an_adopted_workload_and_others_kept() 
     workload = {"metadata": {"resourceVersion": "7", "finalizers": ["other/keep", tfjobs.RESOURCE_IN_USE]}}
     assert tfjobs.finalizer_patch(workload) == {"metadata": {"resourceVersion": "7", "finalizers": ["other/keep"]}}
     assert tfjobs.finalizer_patch({"metadata": {"resourceVersion": "7"}}) is None
+
+
+def test_a_master_template_labelled_by_kueues_integration_runs_under_the_operator_without_conflict() -> None:
+    master = worker(1)
+    master["template"]["metadata"] = {"labels": {kueue.PODSET_LABEL: "master"}}
+    job = tfjobs.run_by_admission(model({"Master": master, "Worker": worker(1)}))
+    workload = tfjobs.for_tfjob(kueue.build_workload(job), job, "kubeflow.org/v1")
+    workload["status"] = {"conditions": [], "admission": {"clusterQueue": "cq", "podSetAssignments": [
+        {"name": "master", "flavors": {"cpu": "a"}}, {"name": "worker", "flavors": {"cpu": "a"}}]}}
+    view = tfjobs.as_roles(workload, job)
+    flavored = kueue.apply_flavors(job, view, {"chief": [], "worker": []})
+    tfjobs.podset_label_fix(flavored, job)
+    assert flavored["spec"]["chief"]["template"]["metadata"]["labels"][kueue.PODSET_LABEL] == "master"
+    assert flavored["spec"]["worker"]["template"]["metadata"]["labels"][kueue.PODSET_LABEL] == "worker"
