@@ -82,10 +82,12 @@ class KueueGate:
             return Decision(job, kueue.waiting_message(job, None), None)
         self._adopt(stored_workload)
         workload = tfjobs.as_roles(stored_workload, job) if tfjobs.is_tfjob(job) else stored_workload
-        decision = self._admitted(job, workload, podsets)
+        decision = self._decide(job, workload, podsets)
         return Decision(decision.job, decision.gate, stored_workload)
 
-    def _admitted(self, job: Mapping[str, Any], workload: Mapping[str, Any], podsets: list[dict[str, Any]]) -> Decision:
+    def _decide(self, job: Mapping[str, Any], workload: Mapping[str, Any], podsets: list[dict[str, Any]]) -> Decision:
+        """Run (flavoured, gated where placed by topology) or hold the job, given its Workload (pod sets
+        named by role) and the pod sets it would have now."""
         info = kueue.admission(workload)
         if not kueue.workload_matches(job, workload):
             self._replace(workload, info.quota_reserved, podsets)
