@@ -212,3 +212,21 @@ def test_a_job_without_a_topology_annotation_is_placed_unconstrained_and_runs(jo
     for pod in pods:
         assert pod["metadata"]["annotations"][topology.UNCONSTRAINED] == "true"
         assert pod["spec"]["nodeName"] in racks.rack_of
+
+
+def test_a_podset_group_puts_the_chief_and_its_workers_in_one_rack(jobs: TfJobs, racks: Racks) -> None:
+    submit(jobs, "filler", 3)  # one rack keeps 3 free slots: room for the chief alone, not for the workers
+    jobs.wait_pods("filler", 3, timeout=90)
+    together = {topology.REQUIRED: RACK, topology.GROUP_NAME: "all"}
+    roles = {}
+    for name, replicas in (("chief", 1), ("worker", 4)):
+        role = devcluster_role(replicas, containers=[container(DEVCLUSTER_IMAGE, requests={"cpu": "1", "memory": "1Gi"})])
+        role["template"].setdefault("metadata", {})["annotations"] = together
+        roles[name] = role
+    make = as_tfjob if isinstance(jobs, KubeflowTfJobs) else tfjob
+    job = jobs.api.create(jobs.path(), make("grouped", roles, namespace=jobs.namespace, labels={kq.QUEUE_LABEL: "lq"}))
+    jobs.wait_pods("grouped", 5, timeout=90)
+    assert len(racks_of(jobs, racks, "grouped")) == 1
+    assert racks_of(jobs, racks, "grouped") != racks_of(jobs, racks, "filler")
+    requests = [p["topologyRequest"] for p in workload_of(jobs, job)["spec"]["podSets"]]
+    assert [r.get("podSetGroupName") for r in requests] == ["all", "all"]
