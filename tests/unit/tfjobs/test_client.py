@@ -272,3 +272,18 @@ def test_create_from_yaml_still_needs_exactly_one_job_beside_its_companions(kube
     with pytest.raises(ValueError, match="holds 2 jobs"):
         TfJobClient(kube).create_from_yaml(yaml.safe_dump_all([CONFIG_MAP, JOB, JOB]))
     assert kube.method_calls == []
+
+
+def test_a_jobs_workload_is_found_by_kueues_job_uid_label(kube: MagicMock) -> None:
+    kube.list.return_value = {"items": [{"metadata": {"name": "tensorflowjob-mnist-abcde"}}]}
+    job = {"metadata": {"name": "mnist", "namespace": "team-a", "uid": "u-1"}}
+    assert TfJobClient(kube, "team-a").workload(job) == {"metadata": {"name": "tensorflowjob-mnist-abcde"}}
+    path = kube.list.call_args.args[0]
+    assert path == "/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/workloads"
+    assert kube.list.call_args.kwargs["label_selector"] == "kueue.x-k8s.io/job-uid=u-1"
+
+
+@pytest.mark.parametrize("status", [403, 404])
+def test_no_workload_is_shown_where_kueue_is_not_served_or_not_readable(kube: MagicMock, status: int) -> None:
+    kube.list.side_effect = ClusterApiError(status, "Forbidden" if status == 403 else "NotFound")
+    assert TfJobClient(kube, "team-a").workload({"metadata": {"namespace": "team-a", "uid": "u"}}) is None
