@@ -237,3 +237,26 @@ def test_a_podset_group_puts_the_chief_and_its_workers_in_one_rack(jobs: TfJobs,
     assert racks_of(jobs, racks, "grouped") != racks_of(jobs, racks, "filler")
     requests = [p["topologyRequest"] for p in workload_of(jobs, job)["spec"]["podSets"]]
     assert [r.get("podSetGroupName") for r in requests] == ["all", "all"]
+
+
+def test_pods_of_a_host_gone_not_ready_come_back_in_the_same_rack_without_requeueing(
+        jobs: TfJobs, racks: Racks) -> None:
+    job = submit(jobs, "lost", 3)  # the rack keeps room for a lost host's pods
+    pods = jobs.wait_pods("lost", 3, timeout=90)
+    rack = racks_of(jobs, racks, "lost")
+    victim = pods[0]["spec"]["nodeName"]
+    try:
+        jobs.cluster.set_node_ready(victim, False)
+
+        def moved() -> bool:
+            now = jobs.pods("lost", include_terminating=False)
+            return len(now) == 3 and all(p["status"].get("phase") == "Running" and p["spec"].get("nodeName")
+                                         not in (None, victim) for p in now)
+        # the operator replaces the pods at once; Kueue waits 30 s (NodeFailureDelay) before it gives
+        # the host's share of the assignment to another host, and fails the pods still bound for it
+        jobs.wait_for(moved, 150, f"the pods on {victim} to run on another host")
+        assert racks_of(jobs, racks, "lost") == rack
+        info = kq.admission(workload_of(jobs, job))
+        assert info.admitted and not info.evicted and info.requeued is None, workload_of(jobs, job).get("status")
+    finally:
+        jobs.cluster.set_node_ready(victim, True)
