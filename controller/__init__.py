@@ -24,9 +24,11 @@ root; the README's map stops at the packages):
   `validation` (a TFJob validated as admission does), `ownership` (which TFJobs this operator runs,
   by `runPolicy.managedBy`), `labels` (Kubeflow's labels on its pods and Service) and `convert`
   (`tfjob-operator convert`: a TFJob as the equivalent TensorFlowJob).
-* `kueue/` -- queueing with Kueue: `protocol` (the Workload protocol, pure), `gate` (what the
-  reconciler consults before planning a queued job, and the Workload writes) and `multikueue` (a job
-  dispatched by MultiKueue: its Workload kept on the manager, the prebuilt Workload adopted on a worker).
+* `kueue/` -- queueing with Kueue: `protocol` (the Workload protocol, pure), `topology` (Kueue's
+  topology-aware scheduling: podSet topology requests, the topology gate, pure), `tfjobs` (who queues
+  Kubeflow TFJobs, and their Workloads' identity, pure), `gate` (what the reconciler consults
+  before planning a queued job, and the Workload writes) and `multikueue` (a job dispatched by
+  MultiKueue: its Workload kept on the manager, the prebuilt Workload adopted on a worker).
 * the control loop, here at the root, cut by reason to change: `options.ControllerOptions` (the
   configuration, built once from the flags, with production's defaults), `caches.JobCaches` (the
   read side: informers and the lookups made in their caches), `handlers.JobEventHandlers` (an

@@ -31,6 +31,7 @@ import structlog
 from controller.caches import JobCaches
 from controller.events import EventRecorder
 from controller.handlers import JobEventHandlers
+from controller.kueue.gate import decide_tfjobs
 from controller.kueue.multikueue import MultiKueueGate
 from controller.memory import JobMemory
 from controller.metrics import ControllerMetrics
@@ -71,7 +72,8 @@ class Controller:
             metrics_provider=PrometheusMetricsProvider(registry=metrics.registry) if metrics else None)
         on_relist = (lambda name: metrics.informer_relists.labels(name.split("[")[0]).inc()) if metrics else None
         self.caches = JobCaches(kube, options, clock=clock, on_relist=on_relist, owned=owned)
-        gate = (MultiKueueGate(kube, self.caches.workload_of, self.caches.flavor, clock, self.caches.workload_named)
+        gate = (MultiKueueGate(kube, self.caches.workload_of, self.caches.flavor, clock, self.caches.workload_named,
+                               queues_tfjobs=decide_tfjobs(kube, options.kueue_tfjob))
                 if self.caches.workloads is not None else None)
         self.reconciler = Reconciler(kube, self.caches, options, memory=self.memory, recorder=recorder,
                                      metrics=metrics, clock=clock, kueue_gate=gate,

@@ -35,6 +35,9 @@ class ControllerOptions:
     cluster_domain: str = ""  # --cluster-domain: appended to TF_CONFIG addresses
     resync: float = 300.0  # --resync: informer resync period in seconds (a safety net only; 0: off)
     kueue: Switch = "auto"  # --kueue (auto: when Kueue's API is served)
+    # --kueue-tfjob: who queues TFJobs, the operator or Kueue's own TFJob integration (auto: by Kueue's
+    # Configuration, controller.kueue.tfjobs)
+    kueue_tfjob: Literal["auto", "operator", "kueue"] = "auto"
     kubeflow_tfjob: Switch = "auto"  # --kubeflow-tfjob (auto: while this project's TFJob CRD is served)
     kubeflow_tfjob_without_managed_by: Literal["serve", "leave"] = "serve"  # --kubeflow-tfjob-without-managed-by
     # --network-policy: the default of spec.networkPolicy.enabled; with off, NetworkPolicies are

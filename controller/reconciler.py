@@ -183,7 +183,7 @@ class Reconciler:
         deferred = self.memory.take_deferred(key, job)
         planned = job if deferred is None else {**job, "status": deferred}
         decision = None
-        if self.kueue_gate is not None and kind.kueue_gate and kueue.is_queued(planned):
+        if self.kueue_gate is not None and self.kueue_gate.queues(kind) and kueue.is_queued(planned):
             decision = self.kueue_gate.before_plan(planned)
         return Observation(key, kind, cached["metadata"].get("resourceVersion"), stored, job, planned,
                            pending_creates, pods, None if foreign_service else service, foreign_service,

@@ -17,7 +17,10 @@ control-plane components, and this module does the set-up that the kustomize ins
   delegates authentication to the apiserver and needs /visibility certs); metrics disabled
   (`bindAddress: "0"`); webhook and health servers on free ports of 127.0.0.1; only the batch/job
   integration (or the built-in frameworks a caller names, e.g. also `kubeflow.org/tfjob`) plus
-  TensorFlowJob as an external framework (a "known owner"; harmless).
+  TensorFlowJob as an external framework (a "known owner"; harmless). The Configuration is also
+  published where Kueue's kustomize and Helm installs keep it, the ConfigMap
+  `kueue-system/kueue-manager-config` (key `controller_manager_config.yaml`), since the operator's
+  `--kueue-tfjob=auto` reads it there to learn whether Kueue's own TFJob integration is on.
   No Mutating/ValidatingWebhookConfigurations are installed: Workloads need none (the CRDs' CEL
   rules still apply), so the webhook server only has to start, which /readyz waits for.
 * **Certificates** (openssl CLI, self-signed, ECDSA P-256, 10 years):
@@ -59,6 +62,9 @@ CRD_NAMES = tuple(f"{plural}.kueue.x-k8s.io" for plural in (
 MultiKueue kinds (beta, on), so a missing one stops the manager's caches from syncing."""
 
 NAMESPACE = "kueue-system"
+CONFIG_MAP = "kueue-manager-config"
+CONFIG_KEY = "controller_manager_config.yaml"
+"""Where Kueue's installs keep the Configuration (published here too, see the module docstring)."""
 DEFAULT_FRAMEWORKS = ("batch/job",)
 """Kueue's built-in integrations enabled unless a caller names others (`Kueue(..., frameworks=...)`)."""
 METRICS_CERT_DIR = Path("/etc/kueue/metrics/certs")
@@ -180,6 +186,18 @@ class Kueue(HostAddon[KueueState]):
             if error.status != 409:
                 raise
 
+    def _publish_configuration(self, text: str) -> None:
+        """Create or update the ConfigMap holding the Configuration (as Kueue's installs have it)."""
+        path = f"/api/v1/namespaces/{NAMESPACE}/configmaps"
+        body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": CONFIG_MAP, "namespace": NAMESPACE},
+                "data": {CONFIG_KEY: text}}
+        try:
+            self.cluster.api.post(path, body)
+        except ApiError as error:
+            if error.status != 409:
+                raise
+            self.cluster.api.merge_patch(f"{path}/{CONFIG_MAP}", {"data": {CONFIG_KEY: text}})
+
     def _metrics_certs(self) -> None:
         try:
             self_signed_pair(METRICS_CERT_DIR, "kueue-metrics")
@@ -210,5 +228,7 @@ class Kueue(HostAddon[KueueState]):
         }
 
     def _prepare(self, state: KueueState) -> dict[str, list[str]]:
-        self.config_file.write_text(yaml.safe_dump(self.configuration(state.ports), sort_keys=False))
+        text = yaml.safe_dump(self.configuration(state.ports), sort_keys=False)
+        self.config_file.write_text(text)
+        self._publish_configuration(text)
         return {BINARY: [str(Path(state.bin_dir) / BINARY), f"--config={self.config_file}"]}

@@ -38,7 +38,7 @@ import yaml
 
 from tfjobs.client import STATES, AmbiguousJob, JobFailed, JobNotFound, TfJobClient, WaitTimeout
 from tfjobs.describe import describe
-from tfjobs.dispatch import dispatched
+from tfjobs.dispatch import dispatched, placement
 from tfjobs.durations import parse_duration
 from tfjobs.errors import ClusterApiError, CredentialsError, KindNotServed
 from tfjobs.kinds import JobKind, kind_named, kind_of
@@ -134,9 +134,11 @@ def cmd_get(client: TfJobClient, args: argparse.Namespace, console: Console) -> 
 def cmd_describe(client: TfJobClient, args: argparse.Namespace, console: Console) -> int:
     job_kind, job = client.find(args.name, kind=args.kind)
     pods = client.pods(args.name)
-    runs_on = client.placement(job) if dispatched(job) else None
+    queued = ((job.get("metadata") or {}).get("labels") or {}).get("kueue.x-k8s.io/queue-name")
+    workload = client.workload(job) if queued or dispatched(job) else None
+    runs_on = placement([workload] if workload else []) if dispatched(job) else None
     console.out.write(describe(job_kind.view(job), pods, client.events(args.name, pods=pods, kind=job_kind),
-                               runs_on=runs_on))
+                               runs_on=runs_on, workload=workload))
     console.out.flush()
     return EXIT_OK
 

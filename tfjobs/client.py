@@ -324,17 +324,25 @@ class TfJobClient:
                                 label_selector=pod_selector(name, role, index))
         return sorted(answer.get("items") or [], key=lambda p: p["metadata"]["name"])
 
+    def workload(self, job: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The job's Kueue Workload (by Kueue's `job-uid` label), or None: not queued, or Kueue's API
+        not served or not readable with these credentials."""
+        meta = job.get("metadata") or {}
+        path = api_path(*dispatch.WORKLOADS, meta.get("namespace"))
+        try:
+            found = self.connection.list(path, label_selector=dispatch.workload_selector(job))
+        except ClusterApiError as error:
+            if error.status in (403, 404):
+                return None
+            raise
+        items = found.get("items") or []
+        return dict(items[0]) if items else None
+
     def placement(self, job: Mapping[str, Any]) -> str:
         """The worker cluster a job MultiKueue dispatched runs on, as its Workload says ('' while it
         is not placed, or when Kueue's API is not served here)."""
-        try:
-            answer = self.connection.list(api_path(*dispatch.WORKLOADS, job["metadata"]["namespace"]),
-                                          label_selector=dispatch.workload_selector(job))
-        except ClusterApiError as error:
-            if error.status in (403, 404):
-                return ""
-            raise
-        return dispatch.placement(answer.get("items") or [])
+        workload = self.workload(job)
+        return dispatch.placement([workload] if workload is not None else [])
 
     def events(self, name: str, *, namespace: str | None = None, pods: Iterable[Mapping[str, Any]] | None = None,
                kind: KindName = None) -> builtins.list[dict[str, Any]]:

@@ -8,7 +8,8 @@ decided — the scheduler's message for a pending pod (`persistentvolumeclaim "d
 kubelet's for a waiting or failed container, the operator's for a job that cannot run (a quota, a
 name conflict, a queue) — and the last events of the job and its pods. Each role shows its counted
 restarts and what is left of its own `backoffLimit`, and the job's failure rules are listed in order.
-Pure: dicts and the current time in, text out.
+A job queued by Kueue also shows its Workload and, when Kueue placed it by topology, the domains it
+landed in. Pure: dicts and the current time in, text out.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tfjob_api import conditions, podstate
+from tfjob_api.kueue_placement import placement_lines
 from tfjobs.dispatch import runs_on_line
 from tfjobs.durations import age_since
 from tfjobs.jobview import (
@@ -105,11 +107,24 @@ def _event_row(event: Mapping[str, Any], now: datetime) -> list[str]:
             " ".join(str(event.get("message") or event.get("note") or "").split())]
 
 
+def _queue_lines(workload: Mapping[str, Any]) -> list[str]:
+    """The Workload's name and its ClusterQueue, and where Kueue placed each pod set by topology."""
+    admission = (workload.get("status") or {}).get("admission") or {}
+    queue = f" (admitted by ClusterQueue {admission['clusterQueue']})" if admission.get("clusterQueue") else ""
+    lines = [f"Workload:     {(workload.get('metadata') or {}).get('name', '')}{queue}"]
+    placed = placement_lines(workload)
+    if placed:
+        lines.append("Placement:    " + placed[0])
+        lines += [f"              {line}" for line in placed[1:]]
+    return lines
+
+
 def describe(job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], events: Iterable[Mapping[str, Any]],
-             now: datetime | None = None, runs_on: str | None = None) -> str:
+             now: datetime | None = None, runs_on: str | None = None,
+             workload: Mapping[str, Any] | None = None) -> str:
     """The text of `kubectl tfjob describe` (events oldest first; the last EVENTS_SHOWN are shown).
     `runs_on`: for a job MultiKueue dispatched, the worker cluster it runs on ('' while unplaced);
-    its pods are there, so none is expected here."""
+    its pods are there, so none is expected here. `workload`: the job's Kueue Workload, if it has one."""
     now = now or datetime.now(UTC)
     metadata, spec, status = job.get("metadata") or {}, job.get("spec") or {}, job.get("status") or {}
     state = job_state(job)
@@ -128,6 +143,8 @@ def describe(job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], events: 
         lines.append(runs_on_line(runs_on))
     if spec.get("suspend") and runs_on is None:
         lines.append("Suspend:      true")
+    if workload is not None:
+        lines += _queue_lines(workload)
     progress = training(job, now)
     if progress is not None:
         lines.append(f"Training:     {render_training(progress, now)}")

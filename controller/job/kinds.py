@@ -14,7 +14,7 @@ and asks it; nothing else asks which kind it holds. A kind says:
   own (a TFJob's: Kubeflow's, for Kubeflow's tools);
 * what it takes part in: the job's own NetworkPolicy (`spec.networkPolicy`) and queueing through
   this operator's Kueue gate -- a TensorFlowJob does both; a TFJob has no `spec.networkPolicy`, and
-  Kueue queues TFJobs through its own TFJob integration;
+  queues through the gate only while Kueue's own TFJob integration is off (`controller.kueue.tfjobs`);
 * whether this operator runs a given job of the kind (a TensorFlowJob by its `spec.managedBy`, a TFJob
   by its `runPolicy.managedBy`), and whether MultiKueue runs it on a worker cluster instead;
 * the fields it accepts but does not use (warned about until the job is created), and its
@@ -53,7 +53,8 @@ class JobKind(api_kinds.Kind, ABC):
     network_policy: bool
     """Whether its jobs get their own NetworkPolicy (`spec.networkPolicy`, the operator's default)."""
     kueue_gate: bool
-    """Whether its jobs queue through this operator's Kueue gate (`controller.kueue.gate`)."""
+    """Whether its jobs always queue through this operator's Kueue gate (`controller.kueue.gate`; a
+    TFJob's do only while Kueue's own TFJob integration is off, `KueueGate.queues`)."""
 
     def owner_reference(self, job: Mapping[str, Any]) -> dict[str, Any]:
         """The controller owner reference its pods, Service and NetworkPolicy carry."""

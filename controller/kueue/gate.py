@@ -10,6 +10,12 @@ pods (Kueue frees the quota only then, and re-queues it itself).
 Workloads are created without Kueue's `resource-in-use` finalizer: the job's controller owner
 reference lets garbage collection delete the Workload with the job, and Kueue releases quota on the
 Workload's deletion, so no finalizer needs removing (and none can leak if the operator is down).
+
+Both kinds go through here: TensorFlowJobs always, Kubeflow TFJobs when the operator queues them
+(`queues_tfjobs`, see `controller.kueue.tfjobs`, which also gives a TFJob's Workload Kueue's identity
+for it and adopts one Kueue's own integration left). Every Workload asks for the topology its role
+templates' annotations name, and admitted pods wait behind Kueue's topology gate when placed by
+topology (`controller.kueue.topology`).
 """
 
 from __future__ import annotations
@@ -20,11 +26,16 @@ from typing import Any
 
 import structlog
 
+from controller.job.kinds import JobKind
 from controller.kueue import protocol as kueue
+from controller.kueue import tfjobs, topology
 from kube import ApiError, Kube, resource_path
 from kube.clock import Clock
 from kube.retry import retry_transient
 from tfjob_api import conditions as cond
+from tfjob_api import kinds as api_kinds
+from tfjob_api.kubeflow import REPLICA_INDEX_LABEL as KUBEFLOW_INDEX_LABEL
+from tfjob_api.names import REPLICA_INDEX_LABEL
 from tfjob_api.timeutil import format_time
 
 log = structlog.get_logger(__name__)
@@ -44,23 +55,42 @@ class KueueGate:
         workload_of: Callable[[str], Mapping[str, Any] | None],
         flavor: Callable[[str], Mapping[str, Any] | None],
         clock: Clock,
+        queues_tfjobs: bool = False,
     ) -> None:
         self.kube = kube
+        self.queues_tfjobs = queues_tfjobs  # Kueue's own TFJob integration is off: TFJobs queue here
         self.workload_of = workload_of  # job uid → its Workload (informer cache)
         self.flavor = flavor  # ResourceFlavor name → object (informer cache)
         self.clock = clock
 
+    def queues(self, kind: JobKind) -> bool:
+        """Whether jobs of this kind queue through this gate."""
+        return kind.kueue_gate or (self.queues_tfjobs and kind.name == api_kinds.TFJOB.name)
+
     def before_plan(self, job: Mapping[str, Any]) -> Decision:
-        workload = self.workload_of(job["metadata"]["uid"])
-        terminal = _terminal(job)
-        if terminal:
-            return Decision(job, None, workload)
-        if workload is None:
-            self._create(job)
+        stored_workload = self.workload_of(job["metadata"]["uid"])
+        if _terminal(job):
+            return Decision(job, None, stored_workload)
+        if tfjobs.is_tfjob(job):
+            job = tfjobs.run_by_admission(job)
+        try:
+            podsets = self._podsets(job)
+        except topology.TopologyRequestError as error:
+            return Decision(job, ("InvalidTopologyRequest", str(error)), stored_workload)
+        if stored_workload is None:
+            self._create(job, podsets)
             return Decision(job, kueue.waiting_message(job, None), None)
+        self._adopt(stored_workload)
+        workload = tfjobs.as_roles(stored_workload, job) if tfjobs.is_tfjob(job) else stored_workload
+        decision = self._decide(job, workload, podsets)
+        return Decision(decision.job, decision.gate, stored_workload)
+
+    def _decide(self, job: Mapping[str, Any], workload: Mapping[str, Any], podsets: list[dict[str, Any]]) -> Decision:
+        """Run (flavoured, gated where placed by topology) or hold the job, given its Workload (pod sets
+        named by role) and the pod sets it would have now."""
         info = kueue.admission(workload)
         if not kueue.workload_matches(job, workload):
-            self._replace(job, workload, info.quota_reserved)
+            self._replace(workload, info.quota_reserved, podsets)
             return Decision(job, ("WaitingForAdmission", "the job changed; its Workload is being updated"),
                             workload)
         if not info.can_run:
@@ -76,6 +106,9 @@ class KueueGate:
             self._patch_status(workload, kueue.finish_status(workload, False, str(error), self._now(),
                                                              reason="FailedToStart"))
             return Decision(job, ("FailedToStart", str(error)), workload)
+        flavored = topology.gate_assigned_roles(flavored, workload)
+        if tfjobs.is_tfjob(job):
+            tfjobs.podset_label_fix(flavored, job)
         return Decision(flavored, None, workload)
 
     def after_plan(self, job: Mapping[str, Any], status: Mapping[str, Any], workload: Mapping[str, Any] | None,
@@ -93,16 +126,19 @@ class KueueGate:
 
     # ---- writes ----------------------------------------------------------------------------------
 
-    def _create(self, job: Mapping[str, Any]) -> None:
+    def _create(self, job: Mapping[str, Any], podsets: list[dict[str, Any]]) -> None:
         priority, ref = self._priority(job)
         body = kueue.build_workload(job, priority, ref)
+        if tfjobs.is_tfjob(job):
+            body = tfjobs.for_tfjob(body, job, api_kinds.TFJOB.api_version)
+        body["spec"]["podSets"] = podsets
         try:
             retry_transient(self.kube.create)(kueue.workload_path(body["metadata"]["namespace"]), body)
         except ApiError as error:
             if not error.already_exists:
                 raise
 
-    def _replace(self, job: Mapping[str, Any], workload: Mapping[str, Any], reserved: bool) -> None:
+    def _replace(self, workload: Mapping[str, Any], reserved: bool, podsets: list[dict[str, Any]]) -> None:
         meta = workload["metadata"]
         path = kueue.workload_path(meta["namespace"], meta["name"])
         try:
@@ -110,7 +146,31 @@ class KueueGate:
                 retry_transient(self.kube.delete)(path, uid=meta["uid"])
             else:
                 retry_transient(self.kube.patch)(path, {"metadata": {"resourceVersion": meta["resourceVersion"]},
-                                                        "spec": {"podSets": kueue.podsets(job)}})
+                                                        "spec": {"podSets": podsets}})
+        except ApiError as error:
+            if not (error.not_found or error.conflict):
+                raise
+
+    def _podsets(self, job: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The podSets of the Workload the job would get now (with its topology requests and names)."""
+        body = {"spec": {"podSets": kueue.podsets(job)}}
+        if tfjobs.is_tfjob(job):
+            named = tfjobs.podset_names(job)
+            body = topology.with_topology_requests(body, KUBEFLOW_INDEX_LABEL)
+            for podset in body["spec"]["podSets"]:
+                podset["name"] = named.get(podset["name"], podset["name"])
+        else:
+            body = topology.with_topology_requests(body, REPLICA_INDEX_LABEL)
+        return list(body["spec"]["podSets"])
+
+    def _adopt(self, workload: Mapping[str, Any]) -> None:
+        """Drop the finalizer Kueue's own TFJob integration put on a Workload the operator now manages."""
+        patch = tfjobs.finalizer_patch(workload)
+        if patch is None:
+            return
+        meta = workload["metadata"]
+        try:
+            retry_transient(self.kube.patch)(kueue.workload_path(meta["namespace"], meta["name"]), patch)
         except ApiError as error:
             if not (error.not_found or error.conflict):
                 raise
@@ -140,6 +200,20 @@ class KueueGate:
 
     def _now(self) -> str:
         return format_time(self.clock.wall())
+
+
+def decide_tfjobs(kube: Kube, mode: tfjobs.Mode) -> bool:
+    """Whether the operator queues TFJobs itself (`--kueue-tfjob`); `auto` reads Kueue's ConfigMap."""
+    config_map = None
+    if mode == "auto":
+        try:
+            config_map = kube.get(resource_path("", "v1", "configmaps", tfjobs.CONFIG_NAMESPACE, tfjobs.CONFIG_MAP))
+        except ApiError as error:
+            if not (error.not_found or error.status in (401, 403)):
+                raise
+    queues, why = tfjobs.queues_tfjobs(mode, config_map)
+    log.info("queueing TFJobs through " + ("the operator" if queues else "Kueue's TFJob integration"), why=why)
+    return queues
 
 
 def _terminal(job: Mapping[str, Any]) -> bool:

@@ -30,7 +30,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import structlog
+
 from controller.kueue import protocol as kueue
+from controller.kueue import topology
 from controller.kueue.gate import Decision, KueueGate
 from kube import ApiError, Kube
 from kube.clock import Clock
@@ -38,6 +41,8 @@ from kube.retry import retry_transient
 from tfjob_api import conditions as cond
 from tfjob_api.names import API_VERSION as JOB_API_VERSION
 from tfjob_api.names import KIND as JOB_KIND
+
+log = structlog.get_logger(__name__)
 
 PREBUILT_WORKLOAD_LABEL = f"{kueue.GROUP}/prebuilt-workload-name"
 ORIGIN_LABEL = f"{kueue.GROUP}/multikueue-origin"
@@ -103,8 +108,9 @@ class MultiKueueGate(KueueGate):
         flavor: Callable[[str], Mapping[str, Any] | None],
         clock: Clock,
         workload_named: Callable[[str, str], Mapping[str, Any] | None],
+        queues_tfjobs: bool = False,
     ) -> None:
-        super().__init__(kube, workload_of, flavor, clock)
+        super().__init__(kube, workload_of, flavor, clock, queues_tfjobs)
         self.workload_named = workload_named  # (namespace, name) → Workload (informer cache)
 
     def before_plan(self, job: Mapping[str, Any]) -> Decision:
@@ -141,7 +147,11 @@ class MultiKueueGate(KueueGate):
         workload = self.workload_of(job["metadata"]["uid"])
         if workload is None:
             if not _terminal(job):
-                self._create(job)
+                try:
+                    self._create(job, self._podsets(job))
+                except topology.TopologyRequestError as error:  # no Workload, so never dispatched
+                    log.warning("a dispatched job's topology request is invalid; it is not queued",
+                                job=job["metadata"]["name"], namespace=job["metadata"]["namespace"], error=str(error))
             return
         if kueue.admission(workload).must_clear:
             self._patch_status(workload, kueue.clear_admission_status(workload, self._now()))

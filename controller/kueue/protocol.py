@@ -38,8 +38,8 @@ Decisions worth knowing:
   make: the TF port and TF_CONFIG matter nothing to quota, and keeping operator-added details out
   means an operator upgrade never makes existing Workloads look stale (a mismatch stops a running job).
 * Only v1beta2 is read and written: the base CRDs have no conversion webhook.
-* Topology-aware flavors (a `topologyAssignment` in the admission) are not supported: pods would
-  need Kueue's topology scheduling gate and ungater. Admission-check `podSetUpdates` are merged.
+* Topology-aware scheduling (topology requests, the topology gate) is `topology.py`'s, a TFJob's
+  Workload identity `tfjobs.py`'s (this one is full). Admission-check `podSetUpdates` are merged.
 """
 
 from __future__ import annotations

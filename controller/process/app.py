@@ -279,7 +279,7 @@ def controller_options(args: argparse.Namespace, profiles: Sequence[Profile]) ->
     and the start-up profiles read from `--profiles`."""
     return ControllerOptions(
         namespaces=tuple(args.namespace), workers=args.workers, cluster_domain=args.cluster_domain,
-        resync=args.resync, kueue=args.kueue, kubeflow_tfjob=args.kubeflow_tfjob,
+        resync=args.resync, kueue=args.kueue, kueue_tfjob=args.kueue_tfjob, kubeflow_tfjob=args.kubeflow_tfjob,
         kubeflow_tfjob_without_managed_by=args.kubeflow_tfjob_without_managed_by,
         network_policy=args.network_policy, profiles=tuple(profiles),
         gang_scheduler=args.gang_scheduler, gang_scheduler_name=args.gang_scheduler_name,

@@ -227,6 +227,10 @@ def _run_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kueue", choices=["auto", "on", "off"], default=DEFAULTS.kueue,
                         help="queue jobs labelled kueue.x-k8s.io/queue-name through Kueue "
                         "(auto: when its API is served)")
+    parser.add_argument("--kueue-tfjob", choices=["auto", "operator", "kueue"], default=DEFAULTS.kueue_tfjob,
+                        help="who makes the Workloads of queued Kubeflow TFJobs: this operator, or Kueue's own "
+                        "kubeflow.org/tfjob integration (auto: by Kueue's Configuration in "
+                        "kueue-system/kueue-manager-config; the operator when that integration is off)")
     parser.add_argument("--kubeflow-tfjob", choices=["auto", "on", "off"], default=DEFAULTS.kubeflow_tfjob,
                         help="serve Kubeflow's TFJob kind too (auto: when this project's TFJob CRD is served; "
                         "off: read and write no TFJob)")

@@ -286,3 +286,18 @@ def test_the_placement_of_a_dispatched_job_is_read_from_its_workloads(kube: Magi
 def test_without_kueue_a_job_has_no_placement(kube: MagicMock) -> None:
     kube.list.side_effect = ClusterApiError(404, "NotFound", "the server could not find the requested resource")
     assert TfJobClient(kube, "team-a").placement({"metadata": {"namespace": "team-a", "uid": "u"}}) == ""
+
+
+def test_a_jobs_workload_is_found_by_kueues_job_uid_label(kube: MagicMock) -> None:
+    kube.list.return_value = {"items": [{"metadata": {"name": "tensorflowjob-mnist-abcde"}}]}
+    job = {"metadata": {"name": "mnist", "namespace": "team-a", "uid": "u-1"}}
+    assert TfJobClient(kube, "team-a").workload(job) == {"metadata": {"name": "tensorflowjob-mnist-abcde"}}
+    path = kube.list.call_args.args[0]
+    assert path == "/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/workloads"
+    assert kube.list.call_args.kwargs["label_selector"] == "kueue.x-k8s.io/job-uid=u-1"
+
+
+@pytest.mark.parametrize("status", [403, 404])
+def test_no_workload_is_shown_where_kueue_is_not_served_or_not_readable(kube: MagicMock, status: int) -> None:
+    kube.list.side_effect = ClusterApiError(status, "Forbidden" if status == 403 else "NotFound")
+    assert TfJobClient(kube, "team-a").workload({"metadata": {"namespace": "team-a", "uid": "u"}}) is None

@@ -135,3 +135,21 @@ def test_a_job_multikueue_dispatched_names_its_worker_cluster_and_expects_no_pod
 
 def test_a_dispatched_job_not_placed_yet_says_so() -> None:
     assert "Runs on:      <no worker cluster yet>" in describe(running_job(worker=1), [], [], NOW, runs_on="")
+
+
+def test_a_job_placed_by_kueues_topology_shows_its_workload_and_the_rack_it_landed_in() -> None:
+    job = running_job(worker=5)
+    assignment = {"levels": ["tfjob-test/block", "tfjob-test/rack", "kubernetes.io/hostname"], "slices": [
+        {"domainCount": 3, "valuesPerLevel": [{"universal": "b1"}, {"universal": "r2"},
+                                              {"individual": {"prefix": "node-", "roots": ["a", "b", "c"]}}],
+         "podCounts": {"individual": [2, 2, 1]}}]}
+    workload = {"metadata": {"name": "tensorflowjob-job-abcde"}, "status": {"admission": {
+        "clusterQueue": "cq", "podSetAssignments": [{"name": "worker", "topologyAssignment": assignment}]}}}
+    text = describe(job, [], [], NOW, workload=workload)
+    assert "Workload:     tensorflowjob-job-abcde (admitted by ClusterQueue cq)" in text
+    assert "Placement:    worker: tfjob-test/block=b1,tfjob-test/rack=r2 (5 pods) on 3 hosts" in text
+
+
+def test_a_job_without_a_workload_shows_no_queue_lines() -> None:
+    text = describe(running_job(worker=2), [], [], NOW)
+    assert "Workload:" not in text and "Placement:" not in text

@@ -12,6 +12,9 @@
   every Workload of the namespace is finished (else the quota would stay held until the namespace
   is gone), and both queues are deleted.
 * `tensorflowjob_crd` (session) and `workloads` (per test, a small driver for the namespace's Workloads).
+* `kind_jobs` (per test, the driver of the test's kind, `job_kind`, with the cluster's CRDs set for it)
+  and `kueue_operator` (an operator of the test's own, with default flags, started after Kueue; the
+  session operator is paused meanwhile).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from controller.kueue import protocol as kq
 from devcluster.cluster import Cluster
 from devcluster.kueue import Kueue
 from kube import ApiError, Kube, resource_path
+from tests.integration.controller.conftest import CrdScheme, KubeflowTfJobs, TfJobs
 from tests.support.polling import wait_for
 from tfjob_api.timeutil import format_time, utcnow
 
@@ -212,6 +216,23 @@ def kueue_queue(kueue: Kueue, kueue_api: Kube, kueue_flavors: Flavors, tensorflo
     for path in (kueue_path("localqueues", namespace, "lq"), kueue_path("clusterqueues", name=cluster_queue)):
         with contextlib.suppress(ApiError):
             kueue_api.delete(path)
+
+
+@pytest.fixture
+def kind_jobs(api: Kube, namespace: str, cluster: Any, crd_scheme: CrdScheme, job_kind: str) -> TfJobs:
+    """The driver of the test's kind, the cluster's CRDs set for it (before the operators are arranged)."""
+    if job_kind == "TFJob":
+        crd_scheme.use("kubeflow")
+        return KubeflowTfJobs(api, namespace, cluster)
+    crd_scheme.use("default")
+    return TfJobs(api, namespace, cluster)
+
+
+@pytest.fixture
+def kueue_operator(kueue: Any, kueue_flavors: Any, kueue_priority_classes: Any, no_session_operator: None,
+                   start_operator: Any) -> Any:
+    return start_operator()
+
 
 
 @pytest.hookimpl(wrapper=True)

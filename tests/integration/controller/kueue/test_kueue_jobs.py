@@ -1,7 +1,10 @@
-"""TensorFlowJobs queued by a real Kueue through the operator, end to end.
+"""Jobs of both kinds queued by a real Kueue through the operator, end to end.
 
-The operator under test is started after Kueue is running (it detects Kueue's API at start);
-the shared session operator is paused meanwhile so only one controller acts on these jobs.
+The operator makes the Workloads of TensorFlowJobs, and of Kubeflow TFJobs too while Kueue's own
+`kubeflow.org/tfjob` integration is off, as it is for the session's Kueue (batch/job only): the
+operator under test runs with `--kueue-tfjob=auto` and learns that from Kueue's Configuration. It is
+started after Kueue is running (it detects Kueue's API at start); the shared session operator is
+paused meanwhile so only one controller acts on these jobs. Each scenario runs for both kinds.
 """
 
 from __future__ import annotations
@@ -12,18 +15,17 @@ import pytest
 
 from controller.kueue import protocol as kq
 from kube import resource_path
+from tests.integration.controller.conftest import KubeflowTfJobs, TfJobs
 from tests.support.jobs import DEVCLUSTER_IMAGE, container, devcluster_role, tfjob
+from tests.support.kinds import both_kinds
+from tests.support.kubeflow import as_tfjob
+
+pytestmark = [both_kinds]
 
 
 @pytest.fixture
-def kueue_operator(kueue: Any, kueue_flavors: Any, kueue_priority_classes: Any, no_session_operator: None,
-                   start_operator: Any) -> Any:
-    return start_operator()
-
-
-@pytest.fixture
-def jobs(tfjobs_no_operator: Any, kueue_queue: Any, kueue_operator: Any) -> Any:
-    return tfjobs_no_operator
+def jobs(kind_jobs: TfJobs, kueue_queue: Any, kueue_operator: Any) -> Any:
+    return kind_jobs
 
 
 def cpu_role(replicas: int, cpu: str, exit_code: int | None = None) -> dict[str, Any]:
@@ -38,7 +40,8 @@ def submit(jobs: Any, name: str, queue: str | None = "lq", priority: str | None 
         labels[kq.QUEUE_LABEL] = queue
     if priority:
         labels[kq.PRIORITY_CLASS_LABEL] = priority
-    return jobs.api.create(jobs.path(), tfjob(name, spec, namespace=jobs.namespace, labels=labels))
+    make = as_tfjob if isinstance(jobs, KubeflowTfJobs) else tfjob
+    return jobs.api.create(jobs.path(), make(name, spec, namespace=jobs.namespace, labels=labels))
 
 
 def workloads_of(jobs: Any, job: dict[str, Any]) -> list[dict[str, Any]]:
@@ -56,8 +59,11 @@ def test_second_job_waits_for_quota_then_runs_when_the_first_finishes(jobs: Any)
     jobs.wait_condition("first", "Running")
     submit(jobs, "second", worker=cpu_role(2, "3"))
     jobs.wait_for(lambda: suspended_reason(jobs, "second") == "WaitingForAdmission", 30, "second to wait")
+    # First "waiting for quota in LocalQueue lq" (no Workload yet), then Kueue's reason
+    jobs.wait_for(lambda: "insufficient" in jobs.condition("second", "Suspended")["message"], 30,
+                  "Kueue's reason in second's condition")
     message = jobs.condition("second", "Suspended")["message"]
-    assert "LocalQueue lq" in message and "insufficient" in message, message
+    assert "LocalQueue lq" in message, message
     assert jobs.pods("second") == []
     assert jobs.status("second")["state"] == "Suspended"
     jobs.exit_pod("first-worker-0", 0)
@@ -82,6 +88,14 @@ def test_higher_priority_job_preempts_a_lower_one_which_resumes_later(jobs: Any)
     jobs.wait_pods("low", 2, timeout=90)
     jobs.exit_pod("low-worker-0", 0)
     jobs.wait_condition("low", "Succeeded")
+
+
+def test_job_naming_an_unknown_queue_says_so_in_its_condition(jobs: Any) -> None:
+    submit(jobs, "lost", queue="no-such-queue", worker=cpu_role(1, "1"))
+    jobs.wait_for(lambda: suspended_reason(jobs, "lost") == "Inadmissible", 60, "lost to be inadmissible")
+    message = jobs.condition("lost", "Suspended")["message"]
+    assert "LocalQueue no-such-queue" in message and "doesn't exist" in message, message
+    assert jobs.pods("lost") == []
 
 
 def test_admitted_flavor_node_labels_steer_the_pods(jobs: Any, kueue_flavors: Any) -> None:

@@ -9,7 +9,9 @@ templates as they are, and report what Kueue reads (`replicaStatuses[*].active`,
 
 Kueue enables a framework's controller only once the kind's API is served, so the session's Kueue
 (batch/job only) is stopped and one with `kubeflow.org/tfjob` is started after the TFJob CRD is
-installed; the session's Kueue is started again after this module. Kueue's webhooks are not installed
+installed; the session's Kueue is started again after this module. The session operator is restarted
+after each switch: it reads Kueue's Configuration at start (`--kueue-tfjob=auto`) and leaves TFJobs
+to Kueue while its TFJob integration is on, so the two never both make a TFJob's Workload. Kueue's webhooks are not installed
 on the devcluster, so each TFJob is created as Kueue's mutating webhook would have left it: suspended
 (`runPolicy.suspend: true`) and with the queue-name label.
 """
@@ -24,26 +26,27 @@ import pytest
 from controller.kueue import protocol as kq
 from devcluster.cluster import Cluster
 from devcluster.kueue import DEFAULT_FRAMEWORKS, Kueue
-from kube import Kube, resource_path
-from tests.support.jobs import DEVCLUSTER_IMAGE, container
-from tests.support.kubeflow import devcluster_replica, tfjob_manifest
+from kube import Kube
+from tests.support.kubeflow import tfjob_manifest
+from tests.support.operator import Operator
 from tests.support.polling import wait_for
 
-TFJOB_FRAMEWORK = "kubeflow.org/tfjob"
+from .kubeflow_queueing import (
+    TFJOB_FRAMEWORK,
+    WORKLOAD_FINALIZER,
+    cpu_workers,
+    suspended,
+    tfjob_workloads_held,
+    wait_workload,
+    workload_of,
+)
+
 POOL_LABEL = "tfjob-test/pool"  # the node label of the `pool-a` flavor (kueue/conftest.py)
-WORKLOAD_FINALIZER = "kueue.x-k8s.io/resource-in-use"
-
-
-def _tfjob_workloads_held(api: Kube) -> list[str]:
-    """Workloads of TFJobs that still carry Kueue's finalizer (only Kueue's TFJob controller removes it)."""
-    items = api.list(resource_path(kq.GROUP, kq.VERSION, kq.WORKLOAD_PLURAL))["items"]
-    return [f"{w['metadata']['namespace']}/{w['metadata']['name']}" for w in items
-            if WORKLOAD_FINALIZER in (w["metadata"].get("finalizers") or [])
-            and any(o.get("kind") == "TFJob" for o in w["metadata"].get("ownerReferences") or [])]
 
 
 @pytest.fixture(scope="module")
-def _tfjob_framework_kueue(cluster: Cluster, kueue: Kueue, kueue_api: Kube) -> Iterator[dict[str, Kueue]]:
+def _tfjob_framework_kueue(cluster: Cluster, kueue: Kueue, kueue_api: Kube,
+                           operator: Operator) -> Iterator[dict[str, Kueue]]:
     """Holds the Kueue with the TFJob framework once a test started it (`tfjob_kueue`); at the end
     of the module it is stopped and the session's Kueue started again."""
     started: dict[str, Kueue] = {}
@@ -52,13 +55,15 @@ def _tfjob_framework_kueue(cluster: Cluster, kueue: Kueue, kueue_api: Kube) -> I
     if manager is not None:
         # The tests' Workloads are finished (kueue_queue); let this Kueue drop their finalizers, which
         # the session's Kueue (no TFJob controller) would not, leaving their namespaces Terminating.
-        wait_for(lambda: not _tfjob_workloads_held(kueue_api), 60, "Kueue to release the TFJobs' Workloads")
+        wait_for(lambda: not tfjob_workloads_held(kueue_api), 60, "Kueue to release the TFJobs' Workloads")
         manager.stop()
         kueue.start()
+        operator.stop()
+        operator.start()
 
 
 @pytest.fixture
-def tfjob_kueue(cluster: Cluster, kueue: Kueue, kubeflow_tfjobs: Any,
+def tfjob_kueue(cluster: Cluster, kueue: Kueue, kubeflow_tfjobs: Any, operator: Operator,
                 _tfjob_framework_kueue: dict[str, Kueue]) -> Kueue:
     """Kueue with the batch/job and kubeflow.org/tfjob frameworks, started after `kubeflow_tfjobs`
     installed the TFJob CRD (and restarted the session operator so it serves TFJobs)."""
@@ -67,20 +72,14 @@ def tfjob_kueue(cluster: Cluster, kueue: Kueue, kubeflow_tfjobs: Any,
         manager = Kueue(cluster, frameworks=(*DEFAULT_FRAMEWORKS, TFJOB_FRAMEWORK))
         manager.start()
         _tfjob_framework_kueue["manager"] = manager
+        operator.stop()  # it reads Kueue's Configuration at start: now it leaves TFJobs to Kueue
+        operator.start()
     return _tfjob_framework_kueue["manager"]
 
 
 @pytest.fixture
 def jobs(kubeflow_tfjobs: Any, tfjob_kueue: Kueue, kueue_queue: Any, kueue_priority_classes: Any) -> Any:
     return kubeflow_tfjobs
-
-
-def cpu_workers(replicas: int, cpu: str, exit_after: str | None = None) -> dict[str, Any]:
-    """A Worker replica spec whose pods request `cpu` CPUs and 1Gi each (what the quota counts); with
-    `exit_after` they exit 0 that long after they start."""
-    return devcluster_replica(replicas, policy="OnFailure",
-                              containers=[container(DEVCLUSTER_IMAGE, requests={"cpu": cpu, "memory": "1Gi"})],
-                              exit_code=0 if exit_after else None, exit_after=exit_after)
 
 
 def submit(jobs: Any, name: str, workers: dict[str, Any], priority: str | None = None) -> dict[str, Any]:
@@ -91,28 +90,6 @@ def submit(jobs: Any, name: str, workers: dict[str, Any], priority: str | None =
     body = tfjob_manifest(name, {"Worker": workers}, metadata={"namespace": jobs.namespace, "labels": labels},
                           suspend=True)
     return jobs.api.create(jobs.path(), body)
-
-
-def workload_of(jobs: Any, job: dict[str, Any]) -> dict[str, Any] | None:
-    """The Workload Kueue created for the TFJob (found by its job-uid label), None before it exists."""
-    items = jobs.api.list(kq.workload_path(jobs.namespace), labelSelector=kq.job_uid_selector(job))["items"]
-    assert len(items) <= 1, [w["metadata"]["name"] for w in items]
-    return items[0] if items else None
-
-
-def wait_workload(jobs: Any, job: dict[str, Any], check: Any, what: str, timeout: float = 60) -> dict[str, Any]:
-    def ready() -> dict[str, Any] | None:
-        workload = workload_of(jobs, job)
-        return workload if workload is not None and check(kq.admission(workload)) else None
-    try:
-        return wait_for(ready, timeout, f"the Workload of {job['metadata']['name']} {what}")
-    except AssertionError as error:
-        workload = workload_of(jobs, job)
-        raise AssertionError(f"{error}; status: {workload and workload.get('status')}") from None
-
-
-def suspended(jobs: Any, name: str) -> bool:
-    return bool(((jobs.get(name) or {}).get("spec", {}).get("runPolicy") or {}).get("suspend"))
 
 
 def worker_template(jobs: Any, name: str) -> dict[str, Any]:
@@ -197,3 +174,36 @@ def test_preempted_tfjob_resumes_when_the_preemptor_finishes(jobs: Any, kueue_fl
     jobs.wait_for(lambda: is_suspended_condition(jobs, "low", "False", "TFJobResumed"), 30,
                   f"low to be resumed (status: {jobs.stored_status('low')})")
     jobs.wait_condition("low", "Running")
+
+
+def test_switching_to_the_operators_queueing_keeps_each_tfjob_and_its_workload(
+        jobs: Any, kueue: Kueue, operator: Operator, _tfjob_framework_kueue: dict[str, Kueue]) -> None:
+    """Kueue's TFJob integration turned off on a live cluster (docs/kubeflow.md, "Switching over"):
+    Kueue restarted without it, then the operator restarted, which now queues TFJobs itself. Last in
+    this module: the session's Kueue (without the integration) runs from here on."""
+    running = submit(jobs, "running", cpu_workers(2, "3"))  # 6 of the 8 CPUs
+    before = {p["metadata"]["name"]: p["metadata"]["uid"] for p in jobs.wait_pods("running", 2, timeout=60)}
+    waiting = submit(jobs, "waiting", cpu_workers(2, "3"))
+    wait_workload(jobs, waiting, lambda a: a.pending_reason == kq.REASON_PENDING, "to wait for quota")
+    names = {job["metadata"]["name"]: (workload_of(jobs, job) or {})["metadata"]["name"] for job in (running, waiting)}
+
+    _tfjob_framework_kueue.pop("manager").stop()
+    kueue.start()
+    operator.stop()
+    operator.start()
+
+    def held() -> list[str]:
+        return [w["metadata"]["name"] for job in (running, waiting) if (w := workload_of(jobs, job))
+                and WORKLOAD_FINALIZER in (w["metadata"].get("finalizers") or [])]
+    jobs.wait_for(lambda: not held(), 60, "the operator to adopt the Workloads (dropping Kueue's finalizer)")
+    assert {job["metadata"]["name"]: (workload_of(jobs, job) or {})["metadata"]["name"]
+            for job in (running, waiting)} == names
+    assert kq.admission(workload_of(jobs, running) or {}).admitted
+    assert {p["metadata"]["name"]: p["metadata"]["uid"] for p in jobs.wait_pods("running", 2)} == before
+    assert jobs.pods("waiting") == [] and suspended(jobs, "waiting")
+    jobs.exit_pod("running-worker-0", 0)  # worker 0 succeeding ends the job (no chief)
+    jobs.wait_condition("running", "Succeeded")
+    wait_workload(jobs, running, lambda a: a.finished, "to be Finished by the operator")
+    wait_workload(jobs, waiting, lambda a: a.admitted, "to be admitted")
+    jobs.wait_pods("waiting", 2, timeout=60)  # started by the operator, its runPolicy.suspend left true
+    assert workload_of(jobs, waiting)["metadata"]["name"] == names["waiting"]
