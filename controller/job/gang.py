@@ -10,7 +10,8 @@ TensorFlowJob, `spec.runPolicy.schedulingPolicy` of a TFJob, one field of the jo
 
 * `minMember`: `minAvailable`, else every pod of the job;
 * `minResources`: as given, else the requests (a container's limits where it has no request) of the
-  first `minMember` pods in role order (chief, ps, worker, evaluator). Kubeflow orders the roles by
+  first `minMember` pods in role order (chief, ps, worker, evaluator), in canonical form (memory
+  asked in `Mi` or `Gi` summed to `2560Mi`, not `2684354560`). Kubeflow orders the roles by
   their pods' PriorityClass value; with none set, as is usual, the role order is as good, and it
   needs no PriorityClass lookup;
 * the fields only one scheduler's group has, how its pods join the group, and when they may be
@@ -35,7 +36,7 @@ from controller.job.gang_schedulers import GangScheduler, phase
 from controller.job.kinds import JobKind
 from tfconfig import ROLES, role_replicas
 from tfjob_api.names import JOB_NAME_LABEL
-from tfjob_api.quantity import QuantityError, format_quantity, parse_quantity
+from tfjob_api.quantity import QuantityError, format_quantity, is_binary, parse_quantity
 
 
 @dataclass(frozen=True)
@@ -60,15 +61,21 @@ def min_member(job: Mapping[str, Any]) -> int:
     return int(wanted) if isinstance(wanted, int) and not isinstance(wanted, bool) else total_pods(job)
 
 
-def pod_requests(template: Mapping[str, Any]) -> dict[str, Fraction]:
-    """What one pod of a template asks for: its containers' requests, a limit where a resource has
-    no request (the API server defaults the request to the limit)."""
-    total: dict[str, Fraction] = {}
+def _asked(template: Mapping[str, Any]) -> list[tuple[str, str | int | float]]:
+    """Each container's (resource, quantity) of a template: its requests, a limit where a resource
+    has no request (the API server defaults the request to the limit)."""
+    found: list[tuple[str, str | int | float]] = []
     for container in (template.get("spec") or {}).get("containers") or []:
         resources = container.get("resources") or {}
-        asked = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
-        for resource, value in asked.items():
-            total[resource] = total.get(resource, Fraction(0)) + parse_quantity(value)
+        found.extend({**(resources.get("limits") or {}), **(resources.get("requests") or {})}.items())
+    return found
+
+
+def pod_requests(template: Mapping[str, Any]) -> dict[str, Fraction]:
+    """What one pod of a template asks for, by resource."""
+    total: dict[str, Fraction] = {}
+    for resource, value in _asked(template):
+        total[resource] = total.get(resource, Fraction(0)) + parse_quantity(value)
     return total
 
 
@@ -79,14 +86,18 @@ def min_resources(job: Mapping[str, Any]) -> dict[str, str]:
         return {resource: str(value) for resource, value in given.items()}
     left = min_member(job)
     total: dict[str, Fraction] = {}
+    binary: set[str] = set()  # resources asked for in binary units: written back in one ("2560Mi")
     for role in ROLES:
         count = min(left, role_replicas(job["spec"], role))
         if count <= 0:
             continue
-        for resource, value in pod_requests(job["spec"][role]["template"]).items():
+        template = job["spec"][role]["template"]
+        binary.update(resource for resource, value in _asked(template) if is_binary(value))
+        for resource, value in pod_requests(template).items():
             total[resource] = total.get(resource, Fraction(0)) + value * count
         left -= count
-    return {resource: format_quantity(value) for resource, value in sorted(total.items()) if value}
+    return {resource: format_quantity(value, binary=resource in binary)
+            for resource, value in sorted(total.items()) if value}
 
 
 def group_spec(job: Mapping[str, Any], scheduler: GangScheduler,

@@ -146,7 +146,8 @@ def test_a_tfjob_masters_volcano_task_is_named_as_kubeflow_names_it() -> None:
     assert tasks == {"j-chief-0": "master", "j-worker-0": "worker"}
 
 
-def test_a_volcano_gang_whose_pod_group_is_not_there_yet_names_it() -> None:
-    pending = cond.find(plan(make_job(worker=2), VOLCANO, None).status["conditions"], cond.PENDING)
-    assert pending is not None and pending["reason"] == "PodGroupPending"
-    assert "PodGroup j (volcano) is being created" in pending["message"]
+def test_a_volcano_gang_whose_pod_group_is_being_created_is_not_pending_and_warns_of_nothing() -> None:
+    out = plan(make_job(worker=2), VOLCANO, None)
+    assert out.children["PodGroup"].create is not None
+    assert cond.find(out.status["conditions"], cond.PENDING) is None
+    assert [e for e in out.events if e.type == "Warning"] == []
