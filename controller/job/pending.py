@@ -13,9 +13,8 @@ The reason is the first problem in role/index order: the scheduler's reason (`Un
 `SchedulingGated`, `SchedulerError`; Volcano's `Schedulable` on a pod it has not placed -- its gang
 does not fit yet -- is reported as `Unschedulable`, what it means for the job) or the waiting reason
 (`ImagePullBackOff`, `CreateContainerConfigError`, `CrashLoopBackOff` of an init container, ...).
-`ErrImagePull` is
-reported as `ImagePullBackOff`: the kubelet alternates between the two at every retry, and the
-condition should not flip with it.
+`ErrImagePull` is reported as `ImagePullBackOff`: the kubelet alternates between the two at every
+retry, and the condition should not flip with it.
 """
 
 from __future__ import annotations
