@@ -40,13 +40,14 @@ from typing import Any
 
 from controller import companions
 from controller.companions import Companion
-from controller.job import netpol
+from controller.job import gang_workload, netpol
 from controller.job.children import ChildRule
 from controller.job.kinds import JobKind
 from controller.options import ControllerOptions
 
 NETWORK_POLICY_INFORMER = "networkpolicies"
 POD_GROUP_INFORMER = "podgroups"
+WORKLOAD_INFORMER = "scheduling-workloads"  # not "workloads": Kueue's Workload informer has that name
 
 
 def _same_name(job_name: str) -> str:
@@ -86,11 +87,14 @@ class OwnedType:
 
 def declarations(options: ControllerOptions, extra: Sequence[OwnedType] = ()) -> tuple[OwnedType, ...]:
     """The owned types of an operator run with `options`, in the order they are written (the
-    NetworkPolicy first, then the gang scheduler's PodGroup, then `extra`)."""
+    NetworkPolicy first, then the gang scheduler's PodGroup -- under `--gang-scheduler=kubernetes`
+    after the Workload it is made from, `controller.job.gang_workload` -- then `extra`)."""
     default_on = options.network_policy_default
     policy = OwnedType(companions.NETWORK_POLICY, NETWORK_POLICY_INFORMER, object_name=netpol.policy_name,
                        for_kind=_kinds_with_policies, wanted=partial(netpol.wanted, default_on=default_on),
                        lazy=not default_on)
     gang = options.gang
     group = () if gang is None else (OwnedType(companions.pod_group(gang), POD_GROUP_INFORMER),)
-    return (policy, *group, *extra)
+    workload = (OwnedType(companions.WORKLOAD, WORKLOAD_INFORMER, rule=gang_workload.rule),
+                ) if gang is not None and gang.uses_workload else ()
+    return (policy, *workload, *group, *extra)

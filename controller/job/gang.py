@@ -32,7 +32,7 @@ from fractions import Fraction
 from typing import Any
 
 from controller.job.builders import owned_metadata
-from controller.job.gang_schedulers import GangScheduler, phase
+from controller.job.gang_schedulers import GangScheduler
 from controller.job.kinds import JobKind
 from tfconfig import ROLES, role_replicas
 from tfjob_api.names import JOB_NAME_LABEL
@@ -102,13 +102,9 @@ def min_resources(job: Mapping[str, Any]) -> dict[str, str]:
 
 def group_spec(job: Mapping[str, Any], scheduler: GangScheduler,
                existing: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The PodGroup's spec for the job: the gang's size and resources, then the scheduler's own fields
-    (`existing`: the group as it is, when there is one)."""
-    spec: dict[str, Any] = {"minMember": min_member(job)}
-    resources = min_resources(job)
-    if resources:
-        spec["minResources"] = resources
-    return {**spec, **scheduler.spec_fields(policy(job), existing)}
+    """The PodGroup's spec for the job, as its scheduler words the gang's size and resources and its
+    own fields (`existing`: the group as it is, when there is one)."""
+    return scheduler.group_spec(job["metadata"]["name"], min_member(job), min_resources(job), policy(job), existing)
 
 
 def build_pod_group(job: Mapping[str, Any], scheduler: GangScheduler, kind: JobKind) -> dict[str, Any]:
@@ -129,10 +125,11 @@ def spec_patch(existing: Mapping[str, Any], job: Mapping[str, Any], scheduler: G
     someone edited it); None when it already is. Quantities are compared by value."""
     current = existing.get("spec") or {}
     desired = group_spec(job, scheduler, existing)
+    patched = scheduler.patched_fields
     changed = {field: value for field, value in desired.items()
-               if not _same(field, current.get(field), value)}
+               if (patched is None or field in patched) and not _same(field, current.get(field), value)}
     dropped = {field: None for field in ("minResources", *scheduler.own_fields)
-               if field in current and field not in desired}
+               if field in current and field not in desired and (patched is None or field in patched)}
     if not changed and not dropped:
         return None
     if "minResources" in changed:  # replaced whole: a resource no longer asked for must go
@@ -165,7 +162,7 @@ def decorate_pod(pod: dict[str, Any], job_name: str, task: str, scheduler: GangS
     other = spec.get("schedulerName")
     if not other:
         spec["schedulerName"] = scheduler.scheduler_name
-    scheduler.join(pod["metadata"], job_name, task)
+    scheduler.join(pod, job_name, task)
     return other if other and other != scheduler.scheduler_name else None
 
 
@@ -181,7 +178,7 @@ def describe(view: GangView, job_name: str) -> str:
     group = view.existing
     if group is None:
         return f"PodGroup {job_name} ({view.scheduler.name}) is being created"
-    text = f"PodGroup {group['metadata']['name']} ({view.scheduler.name}) is {phase(group) or 'new'}"
+    text = f"PodGroup {group['metadata']['name']} ({view.scheduler.name}) is {view.scheduler.state(group)}"
     reason = view.scheduler.waiting_reason(group)
     if reason:
         text += f": {reason}"

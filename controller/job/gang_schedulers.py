@@ -11,7 +11,14 @@ gang scheduler; what differs between schedulers is here, one class each, and now
   `priorityClassName`; pods join with the annotations `scheduling.k8s.io/group-name` and
   `volcano.sh/task-spec` (the role). Volcano admits a group (phase Inqueue, later Running) before it
   places any of its pods, so -- as under Kubeflow's operator -- pods are created only then; its
-  `Unschedulable` condition says why a group waits.
+  `Unschedulable` condition says why a group waits;
+* `Kubernetes` -- Kubernetes' own gang scheduling (`scheduling.k8s.io/v1beta1`, beta in 1.37, behind
+  the `GenericWorkload` gate): the default kube-scheduler places the group. The PodGroup is an
+  instance of a template of the job's Workload (`uses_workload`: `controller.job.gang_workload` plans
+  it), its gang policy is `schedulingPolicy.gang.minCount`, and pods join it with their own field
+  `spec.schedulingGroup.podGroupName`. Its fields other than the gang's size are immutable, so only
+  that is ever patched (`patched_fields`). The scheduler holds the pods until the gang fits, so they
+  are created at once; the group's `PodGroupInitiallyScheduled` condition says why it waits.
 
 `gang_scheduler(name)` picks the class of `--gang-scheduler` once, at start (None for `none`). Pure.
 """
@@ -48,10 +55,28 @@ class GangScheduler(ABC):
     """The PodGroup spec fields only this scheduler's group has (from the job's schedulingPolicy)."""
     plural: ClassVar[str] = "podgroups"
     kind: ClassVar[str] = "PodGroup"
+    patched_fields: ClassVar[tuple[str, ...] | None] = None
+    """The PodGroup spec fields brought back to what the job needs (None: all of them)."""
+    uses_workload: ClassVar[bool] = False
+    """Whether the job also has a Workload whose template its PodGroup is an instance of."""
+
+    @property
+    def install_hint(self) -> str:
+        """What makes its PodGroup API served (the operator does not start without it)."""
+        return f"install {self.name} (its CRDs and scheduler)"
 
     @property
     def api_version(self) -> str:
         return f"{self.group}/{self.version}"
+
+    def group_spec(self, job_name: str, size: int, resources: Mapping[str, str], policy: Mapping[str, Any],
+                   existing: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The job's PodGroup spec: the gang's size (`minMember`) and resources, then the scheduler's
+        own fields."""
+        spec: dict[str, Any] = {"minMember": size}
+        if resources:
+            spec["minResources"] = dict(resources)
+        return {**spec, **self.spec_fields(policy, existing)}
 
     @abstractmethod
     def spec_fields(self, policy: Mapping[str, Any], existing: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -59,9 +84,9 @@ class GangScheduler(ABC):
         `schedulingPolicy`; `existing`: the group as it is, when there is one."""
 
     @abstractmethod
-    def join(self, metadata: dict[str, Any], group: str, task: str) -> None:
-        """Make a new pod (its metadata, built here, not shared) a member of the PodGroup `group`;
-        `task`: the name of the pod's role in the gang."""
+    def join(self, pod: dict[str, Any], group: str, task: str) -> None:
+        """Make a new pod (built here, not shared) a member of the PodGroup `group`; `task`: the name
+        of the pod's role in the gang."""
 
     def admitted(self, pod_group: Mapping[str, Any] | None) -> bool:
         """Whether the job's pods may be created, its PodGroup being `pod_group` (None: not there yet)."""
@@ -70,6 +95,10 @@ class GangScheduler(ABC):
     def as_admitted(self, pod_group: Mapping[str, Any]) -> dict[str, Any]:
         """The PodGroup once the scheduler admitted it (what `render` plans the pods against)."""
         return dict(pod_group)
+
+    def state(self, pod_group: Mapping[str, Any]) -> str:
+        """The group's state in a word, as its scheduler keeps it (its phase)."""
+        return phase(pod_group) or "new"
 
     def waiting_reason(self, pod_group: Mapping[str, Any]) -> str:
         """Why the scheduler says the group waits, when it says ("" otherwise)."""
@@ -90,7 +119,8 @@ class SchedulerPlugins(GangScheduler):
         timeout = policy.get("scheduleTimeoutSeconds")
         return {"scheduleTimeoutSeconds": timeout} if timeout else {}
 
-    def join(self, metadata: dict[str, Any], group: str, task: str) -> None:
+    def join(self, pod: dict[str, Any], group: str, task: str) -> None:
+        metadata = pod["metadata"]
         metadata["labels"] = {**metadata["labels"], SCHEDULER_PLUGINS_GROUP_LABEL: group}
 
 
@@ -112,7 +142,8 @@ class Volcano(GangScheduler):
             fields["priorityClassName"] = policy["priorityClass"]
         return fields
 
-    def join(self, metadata: dict[str, Any], group: str, task: str) -> None:
+    def join(self, pod: dict[str, Any], group: str, task: str) -> None:
+        metadata = pod["metadata"]
         metadata["annotations"] = {**(metadata.get("annotations") or {}),
                                    VOLCANO_GROUP_ANNOTATION: group, VOLCANO_TASK_ANNOTATION: task}
 
@@ -132,7 +163,70 @@ class Volcano(GangScheduler):
         return ""
 
 
-SCHEDULERS: dict[str, type[GangScheduler]] = {"volcano": Volcano, "scheduler-plugins": SchedulerPlugins}
+@dataclass(frozen=True)
+class Kubernetes(GangScheduler):
+    """Kubernetes' own Workload and PodGroup API: the default scheduler places the gang."""
+
+    name: ClassVar[str] = "kubernetes"
+    usual_scheduler_name: ClassVar[str] = "default-scheduler"
+    group: ClassVar[str] = "scheduling.k8s.io"
+    version: ClassVar[str] = "v1beta1"
+    own_fields: ClassVar[tuple[str, ...]] = ("priorityClassName",)
+    patched_fields: ClassVar[tuple[str, ...] | None] = ("schedulingPolicy",)
+    uses_workload: ClassVar[bool] = True
+
+    @property
+    def install_hint(self) -> str:
+        return ("run Kubernetes 1.37 or later with the feature gate GenericWorkload=true (API server and "
+                "scheduler) and --runtime-config=scheduling.k8s.io/v1beta1=true")
+
+    def group_spec(self, job_name: str, size: int, resources: Mapping[str, str], policy: Mapping[str, Any],
+                   existing: Mapping[str, Any] | None) -> dict[str, Any]:
+        """An instance of the job's Workload's one template: the gang's size as `minCount` (the
+        scheduler needs no resource sum: it tries the pods themselves)."""
+        return {"workloadRef": {"workloadName": job_name, "templateName": WORKLOAD_TEMPLATE},
+                **gang_policy(size), **self.spec_fields(policy, existing)}
+
+    def spec_fields(self, policy: Mapping[str, Any], existing: Mapping[str, Any] | None) -> dict[str, Any]:
+        return {"priorityClassName": policy["priorityClass"]} if policy.get("priorityClass") else {}
+
+    def join(self, pod: dict[str, Any], group: str, task: str) -> None:
+        pod["spec"]["schedulingGroup"] = {"podGroupName": group}
+
+    def state(self, pod_group: Mapping[str, Any]) -> str:
+        """`Scheduled` once the scheduler placed the gang, else its reason for not yet
+        (`Unschedulable`, `SchedulerError`), else `waiting for its pods` (never tried)."""
+        condition = _initially_scheduled(pod_group)
+        if condition is None:
+            return "waiting for its pods"
+        return "Scheduled" if condition.get("status") == "True" else str(condition.get("reason") or "not scheduled")
+
+    def waiting_reason(self, pod_group: Mapping[str, Any]) -> str:
+        """The message of its `PodGroupInitiallyScheduled` condition while it is False."""
+        condition = _initially_scheduled(pod_group)
+        if condition is None or condition.get("status") == "True":
+            return ""
+        return str(condition.get("message") or "")
+
+
+WORKLOAD_TEMPLATE = "gang"
+"""The name of the one PodGroup template of a job's Workload (one gang for the whole job)."""
+
+
+def gang_policy(size: int) -> dict[str, Any]:
+    """A Kubernetes PodGroup's (or template's) `schedulingPolicy` for a gang of `size` pods."""
+    return {"schedulingPolicy": {"gang": {"minCount": size}}}
+
+
+def _initially_scheduled(pod_group: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    for condition in (pod_group.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "PodGroupInitiallyScheduled":
+            return condition  # type: ignore[no-any-return]
+    return None
+
+
+SCHEDULERS: dict[str, type[GangScheduler]] = {"volcano": Volcano, "scheduler-plugins": SchedulerPlugins,
+                                              "kubernetes": Kubernetes}
 """The `--gang-scheduler` values besides `none`, and their classes."""
 
 
@@ -143,5 +237,5 @@ def gang_scheduler(name: str, scheduler_name: str = "") -> GangScheduler | None:
         return None
     chosen = SCHEDULERS.get(name)
     if chosen is None:
-        raise ValueError(f"unknown gang scheduler {name!r}: volcano, scheduler-plugins or none")
+        raise ValueError(f"unknown gang scheduler {name!r}: volcano, scheduler-plugins, kubernetes or none")
     return chosen(scheduler_name or chosen.usual_scheduler_name)

@@ -42,6 +42,8 @@ OPERATOR_PERMISSIONS: dict[tuple[str, str], set[str]] = {
     ("kueue.x-k8s.io", "workloadpriorityclasses"): {"get"},
     ("scheduling.x-k8s.io", "podgroups"): {"get", "list", "watch", "create", "patch", "delete"},
     ("scheduling.volcano.sh", "podgroups"): {"get", "list", "watch", "create", "patch", "delete"},
+    ("scheduling.k8s.io", "podgroups"): {"get", "list", "watch", "create", "patch", "delete"},
+    ("scheduling.k8s.io", "workloads"): {"get", "list", "watch", "create", "patch", "delete"},
 }
 CLUSTER_SCOPED = {("", "nodes"), ("kueue.x-k8s.io", "resourceflavors"), ("kueue.x-k8s.io", "workloadpriorityclasses")}
 

@@ -147,7 +147,7 @@ def test_a_tfjobs_scheduling_policy_reaches_its_pod_group() -> None:
 
 @pytest.mark.parametrize("name", ["kube-batch", "yunikorn"])
 def test_an_unknown_gang_scheduler_is_refused(name: str) -> None:
-    with pytest.raises(ValueError, match="volcano, scheduler-plugins or none"):
+    with pytest.raises(ValueError, match="volcano, scheduler-plugins, kubernetes or none"):
         gang_scheduler(name)
 
 
