@@ -26,7 +26,7 @@ user asked for it. Pure: the planner decides when to create, patch or delete the
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -41,11 +41,12 @@ from tfjob_api.quantity import QuantityError, format_quantity, is_binary, parse_
 
 @dataclass(frozen=True)
 class GangView:
-    """What the planner knows of a job's gang: the scheduler, and the PodGroup of the job's name in
-    the cache when the job owns it (None when there is none)."""
+    """What the planner knows of a job's gang: the scheduler, the PodGroup of the job's name in the
+    cache when the job owns it (None when there is none), and the events on that group."""
 
     scheduler: GangScheduler
     existing: Mapping[str, Any] | None
+    events: Sequence[Mapping[str, Any]] = ()  # on the PodGroup, when the scheduler `reads_events`
 
 
 def policy(job: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -173,13 +174,14 @@ def admitted(view: GangView) -> bool:
 
 
 def describe(view: GangView, job_name: str) -> str:
-    """The PodGroup's state in words for the job's Pending condition: its phase, and the scheduler's
-    reason when it gave one (Volcano's `Unschedulable` condition)."""
+    """The PodGroup's state in words for the job's Pending condition: its state, and the scheduler's
+    reason when it gave one (Volcano's `Unschedulable` events and condition, Kubernetes'
+    `PodGroupInitiallyScheduled` condition)."""
     group = view.existing
     if group is None:
         return f"PodGroup {job_name} ({view.scheduler.name}) is being created"
     text = f"PodGroup {group['metadata']['name']} ({view.scheduler.name}) is {view.scheduler.state(group)}"
-    reason = view.scheduler.waiting_reason(group)
+    reason = view.scheduler.waiting_reason(group, view.events)
     if reason:
         text += f": {reason}"
     return text  # no pod counts: they change with every pod, and the condition would with them

@@ -11,7 +11,8 @@ gang scheduler; what differs between schedulers is here, one class each, and now
   `priorityClassName`; pods join with the annotations `scheduling.k8s.io/group-name` and
   `volcano.sh/task-spec` (the role). Volcano admits a group (phase Inqueue, later Running) before it
   places any of its pods, so -- as under Kubeflow's operator -- pods are created only then; its
-  `Unschedulable` condition says why a group waits;
+  `Unschedulable` condition says why a group waits, and only its `Unschedulable` events say that the
+  queue's quota holds it (`reads_events`: the operator watches the events on its PodGroups);
 * `Kubernetes` -- Kubernetes' own gang scheduling (`scheduling.k8s.io/v1beta1`, beta in 1.37, behind
   the `GenericWorkload` gate): the default kube-scheduler places the group. The PodGroup is an
   instance of a template of the job's Workload (`uses_workload`: `controller.job.gang_workload` plans
@@ -26,7 +27,7 @@ gang scheduler; what differs between schedulers is here, one class each, and now
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -59,6 +60,8 @@ class GangScheduler(ABC):
     """The PodGroup spec fields brought back to what the job needs (None: all of them)."""
     uses_workload: ClassVar[bool] = False
     """Whether the job also has a Workload whose template its PodGroup is an instance of."""
+    reads_events: ClassVar[bool] = False
+    """Whether the scheduler says why a group waits only in events on it (the operator watches them)."""
 
     @property
     def install_hint(self) -> str:
@@ -100,8 +103,9 @@ class GangScheduler(ABC):
         """The group's state in a word, as its scheduler keeps it (its phase)."""
         return phase(pod_group) or "new"
 
-    def waiting_reason(self, pod_group: Mapping[str, Any]) -> str:
-        """Why the scheduler says the group waits, when it says ("" otherwise)."""
+    def waiting_reason(self, pod_group: Mapping[str, Any], events: Sequence[Mapping[str, Any]] = ()) -> str:
+        """Why the scheduler says the group waits, when it says ("" otherwise); `events`: the events
+        on the group, when the scheduler `reads_events`."""
         return ""
 
 
@@ -133,6 +137,7 @@ class Volcano(GangScheduler):
     group: ClassVar[str] = "scheduling.volcano.sh"
     version: ClassVar[str] = "v1beta1"
     own_fields: ClassVar[tuple[str, ...]] = ("queue", "priorityClassName")
+    reads_events: ClassVar[bool] = True
 
     def spec_fields(self, policy: Mapping[str, Any], existing: Mapping[str, Any] | None) -> dict[str, Any]:
         """The queue: the job's, else the existing group's (it cannot move), else `default`."""
@@ -154,13 +159,20 @@ class Volcano(GangScheduler):
     def as_admitted(self, pod_group: Mapping[str, Any]) -> dict[str, Any]:
         return {**pod_group, "status": {**(pod_group.get("status") or {}), "phase": "Inqueue"}}
 
-    def waiting_reason(self, pod_group: Mapping[str, Any]) -> str:
-        """Its `Unschedulable` condition's message (e.g. the queue's quota)."""
+    def waiting_reason(self, pod_group: Mapping[str, Any], events: Sequence[Mapping[str, Any]] = ()) -> str:
+        """Its newest `Unschedulable` event's message -- the one place Volcano says that the queue's
+        quota holds the group (`queue resource quota insufficient`) -- then its `Unschedulable`
+        condition's message (`5/0 tasks in gang unschedulable: ...`)."""
+        said = ""
         for condition in (pod_group.get("status") or {}).get("conditions") or []:
             if (condition.get("type") == "Unschedulable" and condition.get("status") == "True"
                     and condition.get("message")):
-                return str(condition["message"])
-        return ""
+                said = str(condition["message"])
+        heard = [e for e in events if e.get("reason") == "Unschedulable" and e.get("message")]
+        if not heard:
+            return said
+        newest = str(max(heard, key=_event_time)["message"])
+        return f"{newest} ({said})" if said and newest not in said else newest
 
 
 @dataclass(frozen=True)
@@ -207,6 +219,11 @@ class Kubernetes(GangScheduler):
         if condition is None or condition.get("status") == "True":
             return ""
         return str(condition.get("message") or "")
+
+
+def _event_time(event: Mapping[str, Any]) -> str:
+    """When an event last happened (RFC 3339 strings compare in time order)."""
+    return str(event.get("lastTimestamp") or event.get("eventTime") or event.get("firstTimestamp") or "")
 
 
 WORKLOAD_TEMPLATE = "gang"

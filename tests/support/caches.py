@@ -11,10 +11,10 @@ class FakeCaches:
     def __init__(self, job: dict[str, Any] | None, pods: list[dict[str, Any]] | None = None,
                  service: dict[str, Any] | None = None, policy: dict[str, Any] | None = None,
                  key: str | None = None, pod_group: dict[str, Any] | None = None,
-                 workload: dict[str, Any] | None = None) -> None:
+                 workload: dict[str, Any] | None = None, events: list[dict[str, Any]] | None = None) -> None:
         """With `key`, asking for any other job key fails the test."""
         self.job, self.pods, self.service, self.policy, self.key = job, pods or [], service, policy, key
-        self.pod_group, self.workload = pod_group, workload
+        self.pod_group, self.workload, self.events = pod_group, workload, events or []
         self.pod_group_reads = self.workload_reads = 0
 
     def get_job(self, key: str) -> dict[str, Any] | None:
@@ -39,6 +39,9 @@ class FakeCaches:
             self.workload_reads += 1
             return self.workload if self.workload and self.workload["metadata"]["name"] == name else None
         raise AssertionError(f"no {kind} in these caches")
+
+    def pod_group_events(self, pod_group: dict[str, Any] | None) -> list[dict[str, Any]]:
+        return [e for e in self.events if pod_group and e["involvedObject"]["uid"] == pod_group["metadata"]["uid"]]
 
     def get_network_policy(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self.policy if self.policy and self.policy["metadata"]["name"] == name else None

@@ -34,7 +34,7 @@ OPERATOR_PERMISSIONS: dict[tuple[str, str], set[str]] = {
     ("", "services"): {"get", "list", "watch", "create", "delete"},
     ("", "pods/proxy"): {"get"},
     ("", "nodes"): {"list", "watch"},
-    ("", "events"): {"create"},
+    ("", "events"): {"create", "list", "watch"},
     ("networking.k8s.io", "networkpolicies"): {"get", "list", "watch", "create", "patch", "delete"},
     ("kueue.x-k8s.io", "workloads"): {"list", "watch", "create", "patch", "delete"},
     ("kueue.x-k8s.io", "workloads/status"): {"patch"},
