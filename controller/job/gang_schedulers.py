@@ -205,6 +205,11 @@ class Kubernetes(GangScheduler):
     def join(self, pod: dict[str, Any], group: str, task: str) -> None:
         pod["spec"]["schedulingGroup"] = {"podGroupName": group}
 
+    def admitted(self, pod_group: Mapping[str, Any] | None) -> bool:
+        """Not while the job's group is on its way out (a suspension): the pods using it would keep
+        the terminating group alive (the `PodGroupProtection` finalizer) and no new one could be made."""
+        return pod_group is None or not pod_group["metadata"].get("deletionTimestamp")
+
     def state(self, pod_group: Mapping[str, Any]) -> str:
         """`Scheduled` once the scheduler placed the gang, else its reason for not yet
         (`Unschedulable`, `SchedulerError`), else `waiting for its pods` (never tried)."""
@@ -213,7 +218,7 @@ class Kubernetes(GangScheduler):
             return "waiting for its pods"
         return "Scheduled" if condition.get("status") == "True" else str(condition.get("reason") or "not scheduled")
 
-    def waiting_reason(self, pod_group: Mapping[str, Any]) -> str:
+    def waiting_reason(self, pod_group: Mapping[str, Any], events: Sequence[Mapping[str, Any]] = ()) -> str:
         """The message of its `PodGroupInitiallyScheduled` condition while it is False."""
         condition = _initially_scheduled(pod_group)
         if condition is None or condition.get("status") == "True":

@@ -92,6 +92,17 @@ def test_suspending_drops_the_pod_group_and_keeps_the_workload() -> None:
     assert out.child("Workload") == Step()
 
 
+def test_on_resume_the_pods_wait_for_the_old_pod_group_to_be_gone() -> None:
+    job = make_job(worker=2)
+    group = stored(gang.build_pod_group(job, KUBERNETES, TENSORFLOWJOB), "pg-uid")
+    group["metadata"]["deletionTimestamp"] = "2026-12-03T11:59:00Z"
+    workload = stored(gang_workload.build_workload(job, TENSORFLOWJOB), "wl-uid")
+    out = plan(job, group, workload)
+    assert out.create_pods == [] and out.child("PodGroup") == Step()
+    gone = plan(job, None, workload)
+    assert gone.child("PodGroup").create is not None and len(gone.create_pods) == 2
+
+
 def test_a_finished_job_gives_back_its_workload() -> None:
     job = make_job(worker=1)
     workload = stored(gang_workload.build_workload(job, TENSORFLOWJOB), "wl-uid")
