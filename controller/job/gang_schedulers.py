@@ -18,7 +18,8 @@ gang scheduler; what differs between schedulers is here, one class each, and now
   instance of a template of the job's Workload (`uses_workload`: `controller.job.gang_workload` plans
   it), its gang policy is `schedulingPolicy.gang.minCount`, and pods join it with their own field
   `spec.schedulingGroup.podGroupName`. Its fields other than the gang's size are immutable, so only
-  that is ever patched (`patched_fields`). The scheduler holds the pods until the gang fits, so they
+  that is ever patched (`patched_fields`). With `topologyKey` the group's `schedulingConstraints`
+  ask that the whole gang land in one domain of that node label. The scheduler holds the pods until the gang fits, so they
   are created at once; the group's `PodGroupInitiallyScheduled` condition says why it waits.
 
 `gang_scheduler(name)` picks the class of `--gang-scheduler` once, at start (None for `none`). Pure.
@@ -183,7 +184,7 @@ class Kubernetes(GangScheduler):
     usual_scheduler_name: ClassVar[str] = "default-scheduler"
     group: ClassVar[str] = "scheduling.k8s.io"
     version: ClassVar[str] = "v1beta1"
-    own_fields: ClassVar[tuple[str, ...]] = ("priorityClassName",)
+    own_fields: ClassVar[tuple[str, ...]] = ("priorityClassName", "schedulingConstraints")
     patched_fields: ClassVar[tuple[str, ...] | None] = ("schedulingPolicy",)
     uses_workload: ClassVar[bool] = True
 
@@ -200,7 +201,9 @@ class Kubernetes(GangScheduler):
                 **gang_policy(size), **self.spec_fields(policy, existing)}
 
     def spec_fields(self, policy: Mapping[str, Any], existing: Mapping[str, Any] | None) -> dict[str, Any]:
-        return {"priorityClassName": policy["priorityClass"]} if policy.get("priorityClass") else {}
+        """The priority class, and the topology domain the whole gang must fit in (`topologyKey`)."""
+        return {**({"priorityClassName": policy["priorityClass"]} if policy.get("priorityClass") else {}),
+                **topology(policy)}
 
     def join(self, pod: dict[str, Any], group: str, task: str) -> None:
         pod["spec"]["schedulingGroup"] = {"podGroupName": group}
@@ -238,6 +241,12 @@ WORKLOAD_TEMPLATE = "gang"
 def gang_policy(size: int) -> dict[str, Any]:
     """A Kubernetes PodGroup's (or template's) `schedulingPolicy` for a gang of `size` pods."""
     return {"schedulingPolicy": {"gang": {"minCount": size}}}
+
+
+def topology(policy: Mapping[str, Any]) -> dict[str, Any]:
+    """A Kubernetes PodGroup's (or template's) `schedulingConstraints` for the job's `topologyKey`."""
+    key = policy.get("topologyKey")
+    return {"schedulingConstraints": {"topology": [{"key": key}]}} if key else {}
 
 
 def _initially_scheduled(pod_group: Mapping[str, Any]) -> Mapping[str, Any] | None:

@@ -5,7 +5,8 @@ Workload says what groups a workload is made of (its `podGroupTemplates`, each w
 policy), and a PodGroup is one running instance of a template, which the pods point at
 (`spec.schedulingGroup`). Jobs, JobSets and LeaderWorkerSets of Kubernetes itself create both; so
 does this operator, for every job: one Workload named after the job, owned by it, with one template
-`gang` for the whole job (`minCount`: `minAvailable`, else every pod), and the PodGroup of
+`gang` for the whole job (`minCount`: `minAvailable`, else every pod; with `topologyKey`, one
+domain of that node label for the whole gang), and the PodGroup of
 `controller.job.gang` as its instance.
 
 The Workload is the job's description, not a place in a queue: it is created with the job, kept
@@ -24,7 +25,7 @@ from typing import Any
 from controller.job import gang
 from controller.job.builders import owned_metadata
 from controller.job.children import ChildSituation, Step
-from controller.job.gang_schedulers import WORKLOAD_TEMPLATE, Kubernetes, gang_policy
+from controller.job.gang_schedulers import WORKLOAD_TEMPLATE, Kubernetes, gang_policy, topology
 from controller.job.kinds import JobKind
 from tfjob_api.names import JOB_NAME_LABEL
 
@@ -34,10 +35,10 @@ PLURAL = "workloads"
 
 def template(job: Mapping[str, Any]) -> dict[str, Any]:
     """The Workload's one PodGroup template: the whole job as one gang."""
-    found: dict[str, Any] = {"name": WORKLOAD_TEMPLATE, **gang_policy(gang.min_member(job))}
-    priority = gang.policy(job).get("priorityClass")
-    if priority:
-        found["priorityClassName"] = priority
+    policy = gang.policy(job)
+    found: dict[str, Any] = {"name": WORKLOAD_TEMPLATE, **gang_policy(gang.min_member(job)), **topology(policy)}
+    if policy.get("priorityClass"):
+        found["priorityClassName"] = policy["priorityClass"]
     return found
 
 

@@ -4,9 +4,9 @@ Kubernetes 1.37 gang-schedules by itself (the Workload and PodGroup API, `schedu
 feature gate `GenericWorkload`, both turned on by the devcluster): no second scheduler to install.
 On a pool of KWOK nodes with room for one 5-pod job, one job has all its pods bound and the other
 none -- every pod's binding watched, not sampled -- until the first finishes; a gang that fits 4 of
-its 5 pods binds none, where the default scheduler without a gang places 4. The job's Workload and
-PodGroup follow it: the gang's size with scaling, one Workload across a suspension, both gone with
-the job.
+its 5 pods binds none, where the default scheduler without a gang places 4; a gang asked to stay in
+one rack (`topologyKey`) lands in one or waits. The job's Workload and PodGroup follow it: the gang's
+size with scaling, one Workload across a suspension, both gone with the job.
 """
 
 from __future__ import annotations
@@ -184,3 +184,36 @@ def test_a_replaced_pod_joins_its_gang_again(
     tfjobs.wait_for(lambda: lost["metadata"]["uid"] not in {p["metadata"]["uid"] for p in tfjobs.pods("mended")}
                     and running(tfjobs, "mended") == 3, 120, "the deleted pod replaced and running")
     assert {p["spec"]["schedulingGroup"]["podGroupName"] for p in tfjobs.pods("mended")} == {"mended"}
+
+
+RACK = "tfjob-test/rack"
+
+
+def label_racks(api: Kube, pool: GangPool) -> dict[str, str]:
+    """One rack per node of the pool (`rack-0`, `rack-1`, ...); the node of each rack."""
+    racks = {}
+    for i, node in enumerate(pool.nodes):
+        api.patch(resource_path("", "v1", "nodes", None, node), {"metadata": {"labels": {RACK: f"rack-{i}"}}})
+        racks[node] = f"rack-{i}"
+    return racks
+
+
+def test_a_gang_asked_to_stay_in_one_rack_lands_in_one_or_waits(
+        tfjobs: TfJobs, kubernetes_operator: Operator, pod_watch: PodWatch,
+        gang_pool: Callable[..., GangPool]) -> None:
+    pool = gang_pool(cpus=3, nodes=2)  # two racks of 3 CPUs: 6 in all, never 4 in one rack
+    racks = label_racks(tfjobs.api, pool)
+    tfjobs.create("wide", worker=gang_role(4, pool), schedulingPolicy={"topologyKey": RACK})
+    tfjobs.wait_for(lambda: "PodGroup wide (kubernetes) is Unschedulable" in (
+        tfjobs.condition("wide", "Pending") or {}).get("message", ""), 120,
+        "the 4-pod gang Pending: no rack has room for it")
+    time.sleep(STABLE_SECONDS)
+    assert len(pod_watch.pods("wide")) == 4 and bound(pod_watch, "wide") == 0  # 6 CPUs free, 3 per rack
+    group = scheduling_object(tfjobs.api, tfjobs.namespace, "podgroups", "wide")
+    assert (group or {})["spec"]["schedulingConstraints"] == {"topology": [{"key": RACK}]}
+
+    tfjobs.create("narrow", worker=gang_role(3, pool), schedulingPolicy={"topologyKey": RACK})
+    tfjobs.wait_pods("narrow", 3, "Running", timeout=120)
+    assert len({racks[p["spec"]["nodeName"]] for p in tfjobs.pods("narrow")}) == 1  # one rack
+    assert bound(pod_watch, "wide") == 0
+    pod_watch.assert_healthy()

@@ -63,16 +63,25 @@ def test_min_available_and_priority_class_reach_the_template_and_the_group() -> 
     assert spec["schedulingPolicy"] == {"gang": {"minCount": 3}} and spec["priorityClassName"] == "high"
 
 
+def test_a_topology_key_asks_for_one_domain_for_the_whole_gang() -> None:
+    out = plan(make_job(worker=3, schedulingPolicy={"topologyKey": "example.com/rack"}), None)
+    constraints = {"topology": [{"key": "example.com/rack"}]}
+    assert out.child("PodGroup").create["spec"]["schedulingConstraints"] == constraints  # type: ignore[index]
+    template = out.child("Workload").create["spec"]["podGroupTemplates"][0]  # type: ignore[index]
+    assert template["schedulingConstraints"] == constraints
+
+
 def test_scaling_patches_only_the_gangs_size_of_the_group_and_of_the_template() -> None:
-    job = make_job(worker=2, schedulingPolicy={"priorityClass": "high"})
+    job = make_job(worker=2, schedulingPolicy={"priorityClass": "high", "topologyKey": "rack"})
     group = stored(gang.build_pod_group(job, KUBERNETES, TENSORFLOWJOB), "pg-uid")
     workload = stored(gang_workload.build_workload(job, TENSORFLOWJOB), "wl-uid")
-    scaled = make_job(worker=4)  # the priority class is immutable: never patched away
+    scaled = make_job(worker=4)  # the priority class and topology are immutable: never patched away
     out = plan(scaled, group, workload)
     assert out.child("PodGroup").patch == (group, {"spec": {"schedulingPolicy": {"gang": {"minCount": 4}}}})
     _, patch = out.child("Workload").patch  # type: ignore[misc]
     assert patch == {"spec": {"podGroupTemplates": [
-        {"name": "gang", "schedulingPolicy": {"gang": {"minCount": 4}}, "priorityClassName": "high"}]}}
+        {"name": "gang", "schedulingPolicy": {"gang": {"minCount": 4}},
+         "schedulingConstraints": {"topology": [{"key": "rack"}]}, "priorityClassName": "high"}]}}
 
 
 def test_a_group_in_step_with_the_job_is_left_alone() -> None:
