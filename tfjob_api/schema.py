@@ -233,7 +233,8 @@ def scheduling_policy_schema(path: str, description: str) -> dict[str, Any]:
                 "description": "Kubernetes' own gang scheduling only (--gang-scheduler=kubernetes, with the "
                 "TopologyAwareWorkloadScheduling gate): a node label, e.g. topology.kubernetes.io/rack; the whole "
                 "gang is placed inside one domain of it, or waits. Immutable.",
-                "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": f"{path}.topologyKey is immutable"}],
+                "x-kubernetes-validations": [{"rule": "self == oldSelf",
+                                              "message": f"{path}.topologyKey is immutable"}],
             },
         },
     }

@@ -19,8 +19,9 @@ gang scheduler; what differs between schedulers is here, one class each, and now
   it), its gang policy is `schedulingPolicy.gang.minCount`, and pods join it with their own field
   `spec.schedulingGroup.podGroupName`. Its fields other than the gang's size are immutable, so only
   that is ever patched (`patched_fields`). With `topologyKey` the group's `schedulingConstraints`
-  ask that the whole gang land in one domain of that node label. The scheduler holds the pods until the gang fits, so they
-  are created at once; the group's `PodGroupInitiallyScheduled` condition says why it waits.
+  ask that the whole gang land in one domain of that node label. The scheduler holds the pods until
+  the gang fits, so they are created at once; the group's `PodGroupInitiallyScheduled` condition
+  says why it waits.
 
 `gang_scheduler(name)` picks the class of `--gang-scheduler` once, at start (None for `none`). Pure.
 """
