@@ -2,13 +2,14 @@
 
 A job with parameter servers does nothing until every pod runs; placed piecemeal on a full cluster,
 two jobs each hold part of the room and both wait forever. A gang scheduler places a group of pods
-all at once or not at all. With `tfjob-operator run --gang-scheduler=volcano|scheduler-plugins`,
-every job gets one PodGroup `<job>` owned by it, created before any of its pods, and its pods name
+all at once or not at all. With `tfjob-operator run --gang-scheduler=volcano|scheduler-plugins|
+kubernetes`, every job gets one PodGroup `<job>` owned by it, created before any of its pods, and its pods name
 the gang scheduler and their group -- as Kubeflow's training operator does with
 `--gang-scheduler-name`, from the same `schedulingPolicy` (`spec.schedulingPolicy` of a
 TensorFlowJob, `spec.runPolicy.schedulingPolicy` of a TFJob, one field of the job model):
 
-* `minMember`: `minAvailable`, else every pod of the job;
+* `minMember` (Kubernetes' own: `schedulingPolicy.gang.minCount`): `minAvailable`, else every pod
+  of the job;
 * `minResources`: as given, else the requests (a container's limits where it has no request) of the
   first `minMember` pods in role order (chief, ps, worker, evaluator), in canonical form (memory
   asked in `Mi` or `Gi` summed to `2560Mi`, not `2684354560`). Kubeflow orders the roles by

@@ -101,7 +101,7 @@ def test_of_two_jobs_that_fit_once_one_is_bound_whole_and_the_other_not_at_all_u
     handover = time.monotonic() - finished
     tfjobs.wait_pods("second", MEMBERS, "Running", timeout=120)
     pod_watch.assert_healthy()
-    assert handover < 30, f"the gang was bound {handover:.1f} s after the first job finished"
+    assert handover < 10, f"the gang was bound {handover:.1f} s after the first job finished"
     tfjobs.wait_for(lambda: not tfjobs.has_condition("second", "Pending"), 30,
                     "the Pending condition to turn False once the gang runs")
     tfjobs.wait_for(lambda: scheduling_object(tfjobs.api, tfjobs.namespace, "workloads", "first") is None, 60,
