@@ -16,8 +16,9 @@ root; the README's map stops at the packages):
   restart budgets); and the production features of docs/production.md: `stall` (a role's stall
   probes) and `stalled` (restarts they most likely caused), `progress` (which pod reports its training
   progress, and where it is read), `netpol` (the job's NetworkPolicy), `gang` (the gang scheduler's
-  PodGroup and what the pods carry for it) and `gang_schedulers` (what differs between Volcano and
-  scheduler-plugins), `profiles` and `profile_file` (start-up profiles), `pending` (the Pending
+  PodGroup and what the pods carry for it), `gang_schedulers` (what differs between Volcano,
+  scheduler-plugins and Kubernetes' own) and `gang_workload` (the job's Workload under Kubernetes'
+  own gang scheduling), `profiles` and `profile_file` (start-up profiles), `pending` (the Pending
   condition: pods that cannot be scheduled or started); `kinds` (the two kinds served, TensorFlowJob
   and Kubeflow's TFJob: work-queue keys, where each lives, model and status) and `kubeflow/`.
 * `job/kubeflow/` -- the pure translation between a TFJob and the job model (docs/kubeflow.md):

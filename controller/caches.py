@@ -28,7 +28,10 @@ What is watched, and why:
   for a policy (`owned_cache`), so an operator whose jobs ask for none needs no grant on
   NetworkPolicies at all. Once watched, they stay watched.
 * The gang scheduler's PodGroups carrying the job-name label, only with `--gang-scheduler` (with
-  `none`, no PodGroup is ever read or written).
+  `none`, no PodGroup is ever read or written); under Kubernetes' own, the jobs' Workloads too.
+* Events on the gang scheduler's PodGroups, only under a scheduler that says why a group waits in
+  events alone (Volcano: its queue's quota; `GangScheduler.reads_events`), indexed by the group's UID
+  (`pod_group_events`).
 * Nodes, only cluster-wide (they are cluster-scoped): a pod on a lost node is repaired.
 * Kueue's Workloads (declared when Kueue is used: `uses_kueue`) and ResourceFlavors when Kueue is
   used (`--kueue`; auto: when its API is served, checked once at start: install Kueue first).
@@ -52,7 +55,7 @@ from controller.options import ControllerOptions
 from controller.owned import KUEUE_WORKLOAD, NODE_INDEX, POD, SERVICE, OwnedType, declarations, shared_store
 from informers.factory import InformerFactory
 from informers.informer import SharedInformer
-from informers.store import CONTROLLER_UID_INDEX
+from informers.store import CONTROLLER_UID_INDEX, Store
 from kube import ApiError, Kube
 from kube.clock import REAL_CLOCK, Clock
 from tfjob_api import kubeflow
@@ -60,7 +63,14 @@ from tfjob_api.names import GROUP, PLURAL, VERSION
 
 log = structlog.get_logger(__name__)
 
+INVOLVED_UID_INDEX = "involved-uid"
+POD_GROUP_EVENTS_INFORMER = "podgroupevents"
 TFJOB_INFORMER = "tfjobs"
+
+
+def _index_by_involved_uid(event: Mapping[str, Any]) -> list[str]:
+    uid = (event.get("involvedObject") or {}).get("uid")
+    return [uid] if uid else []
 
 
 def node_is_ready(node: Mapping[str, Any]) -> bool:
@@ -137,6 +147,12 @@ class JobCaches:
         self.serve_tfjobs(serve_tfjobs)
         self.flavors = (build("resourceflavors", kueue.GROUP, kueue.VERSION, "resourceflavors", namespaced=False)
                         if self.workloads is not None else None)
+        gang = options.gang
+        self.gang_events = (build(POD_GROUP_EVENTS_INFORMER, "", "v1", "events",
+                                  field_selector=f"involvedObject.kind={gang.kind},"
+                                  f"involvedObject.apiVersion={gang.api_version}",
+                                  store=Store({INVOLVED_UID_INDEX: _index_by_involved_uid}))
+                            if gang is not None and gang.reads_events else None)
 
     # ---- the informers that start and stop while the others run --------------------------------
 
@@ -280,6 +296,12 @@ class JobCaches:
         """The cached object of the owned type `kind` (`controller.owned`) and that name."""
         informer = self._owned.get(kind)
         return informer.get(f"{namespace}/{name}") if informer is not None else None
+
+    def pod_group_events(self, pod_group: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
+        """The events on a PodGroup (none when they are not watched)."""
+        if self.gang_events is None or pod_group is None:
+            return []
+        return list(self.gang_events.by_index(INVOLVED_UID_INDEX, pod_group["metadata"].get("uid", "")))
 
     def node_ready(self, name: str) -> bool | None:
         if self.nodes is None:

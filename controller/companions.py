@@ -1,5 +1,6 @@
-"""The objects a job's pods wait for -- its NetworkPolicy and its gang scheduler's PodGroup -- written
-against the API server.
+"""The objects a job's pods wait for -- its NetworkPolicy, its gang scheduler's PodGroup (and, under
+Kubernetes' own gang scheduling, the Workload the PodGroup is made from) -- written against the API
+server.
 
 Both are owned by the job, both must exist before its pods (no pod runs without the isolation it
 asked for; no pod reaches a gang scheduler before its group), and both are carried out the same way,
@@ -52,6 +53,10 @@ class Companion:
 
 
 NETWORK_POLICY = Companion("NetworkPolicy", "networking.k8s.io", "v1", "networkpolicies", "InvalidNetworkPolicy")
+
+
+WORKLOAD = Companion("Workload", "scheduling.k8s.io", "v1beta1", "workloads", "InvalidSchedulingPolicy")
+"""Kubernetes' own Workload (`--gang-scheduler=kubernetes`), whose template the job's PodGroup instantiates."""
 
 
 def pod_group(scheduler: GangScheduler) -> Companion:

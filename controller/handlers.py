@@ -17,7 +17,7 @@ The rules of the routing, as client-go's sample-controller and Job controller ha
 * Updates that change nothing the pod cache keeps, or only bind the pod, are dropped, as is the
   echo of our own status write (`JobMemory.wrote`); deletions, failures and disruptions go straight
   in, so repairs stay immediate. A node turning (not) Ready or going away enqueues the jobs with
-  pods on it.
+  pods on it, and an event on a PodGroup (Volcano's reason for holding it) the job owning the group.
 * Handlers keep the job's memory in step: a pod seen lowers the creation expectation, a deletion
   seen lowers the deletion expectation, and a deleted job is forgotten (`JobMemory.forget`).
 """
@@ -29,6 +29,7 @@ from typing import Any
 
 from controller.caches import TFJOB_INFORMER, JobCaches, node_is_ready
 from controller.job import podcache
+from controller.job.gang_schedulers import GangScheduler
 from controller.job.kinds import TFJOB, kind_of_owner
 from controller.memory import JobMemory
 from controller.owned import OwnedType, Routing
@@ -63,6 +64,9 @@ class JobEventHandlers:
                 self.wire_informer(declared.informer, informer)
         if caches.nodes is not None:
             caches.nodes.add_event_handler(on_update=self.node_updated, on_delete=self.node_gone)
+        if caches.gang_events is not None:
+            caches.gang_events.add_event_handler(on_add=self.pod_group_event,
+                                                 on_update=lambda _old, new: self.pod_group_event(new))
         caches.on_informer = self.wire_informer
 
     def wire_informer(self, name: str, informer: SharedInformer) -> None:
@@ -180,6 +184,14 @@ class JobEventHandlers:
             return
         self.memory.expectations.deletion_observed(key, obj["metadata"].get("uid", ""))
         self.queue.add(key)
+
+    def pod_group_event(self, event: Mapping[str, Any]) -> None:
+        """An event on a PodGroup (Volcano saying why it waits) concerns the job that owns the group."""
+        involved = event.get("involvedObject") or {}
+        group = self.caches.get_owned(GangScheduler.kind, str(involved.get("namespace")), str(involved.get("name")))
+        key = self.owner_key(group) if group is not None else None
+        if key is not None:
+            self.queue.add(key)
 
     def _enqueue_batched(self, key: str) -> None:
         """Pod additions and routine updates wait `pod_batch_period`, and every event of the job

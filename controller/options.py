@@ -44,10 +44,11 @@ class ControllerOptions:
     # watched only once a job asks for one (controller.caches)
     network_policy: Literal["on", "off"] = "off"
     profiles: tuple[Profile, ...] = ()  # read from the --profiles file
-    # --gang-scheduler: a PodGroup per job for Volcano or the scheduler-plugins coscheduler (none: no
-    # PodGroup call is ever made); --gang-scheduler-name: the scheduler the pods ask for, when the
-    # gang scheduler was deployed under another name than its usual one
-    gang_scheduler: Literal["none", "volcano", "scheduler-plugins"] = "none"
+    # --gang-scheduler: a PodGroup per job for Volcano, the scheduler-plugins coscheduler or Kubernetes'
+    # own gang scheduling (with a Workload too; none: no PodGroup or Workload call is ever made);
+    # --gang-scheduler-name: the scheduler the pods ask for, when the gang scheduler was deployed
+    # under another name than its usual one
+    gang_scheduler: Literal["none", "volcano", "scheduler-plugins", "kubernetes"] = "none"
     gang_scheduler_name: str = ""
     # Not a flag: how often `--kubeflow-tfjob=auto` re-reads TFJob's discovery listing, so installing
     # (or removing) this project's TFJob CRD starts (or stops) serving TFJobs without a restart.

@@ -1,5 +1,6 @@
 """One declaration per object type a job owns -- Pods, its Service, its NetworkPolicy, its gang
-scheduler's PodGroup, its Kueue Workload -- and the operator's list of them.
+scheduler's PodGroup (and, under `--gang-scheduler=kubernetes`, the scheduling Workload it is made
+from), its Kueue Workload -- and the operator's list of them.
 
 An owned type is watched, routed, observed, planned and written in five places -- the informer
 caches (`controller.caches`), the event handlers (`controller.handlers`), the reconciler's observe
@@ -21,8 +22,8 @@ naming a type, the way controller-runtime's `Owns()` wires a type into a control
   `PODS` (an arrival lowers the creation expectation and joins the job's pod batch, routine
   updates are batched, failures and deletions go in at once), `ROUTINE` (an arrival -- almost
   always the object the job's reconcile just created -- joins the pod batch; a change or a deletion
-  enqueues the job at once) or `AT_ONCE` (every event: the Workload, whose admission the job
-  waits for); a deletion seen lowers the job's deletion expectation;
+  enqueues the job at once) or `AT_ONCE` (every event: the Kueue Workload, whose admission the
+  job waits for); a deletion seen lowers the job's deletion expectation;
 * the name of a job's object (`object_name`), which job kinds have one (`for_kind`), and whether a
   job wants one (`wanted`: what starts a lazy type's informer; a job that wants one waits for it);
 * how the plan states the desired objects and who writes them (`writer`):
@@ -53,7 +54,7 @@ from typing import Any
 
 from controller import companions
 from controller.companions import Companion
-from controller.job import netpol, podcache
+from controller.job import gang_workload, netpol, podcache
 from controller.job.children import ChildRule
 from controller.job.kinds import JobKind
 from controller.kueue import protocol as kueue
@@ -65,7 +66,8 @@ POD_INFORMER = "pods"
 SERVICE_INFORMER = "services"
 NETWORK_POLICY_INFORMER = "networkpolicies"
 POD_GROUP_INFORMER = "podgroups"
-WORKLOAD_INFORMER = "workloads"
+KUEUE_WORKLOAD_INFORMER = "workloads"
+SCHEDULING_WORKLOAD_INFORMER = "scheduling-workloads"  # Kubernetes' own, not Kueue's
 NODE_INDEX = "node"
 
 
@@ -148,15 +150,16 @@ SERVICE = OwnedType(Companion("Service", "", "v1", "services", "InvalidService")
 # Keyed apart from Kubernetes' own scheduling.k8s.io Workload, which a gang scheduler may declare.
 KUEUE_WORKLOAD = OwnedType(
     Companion(kueue.WORKLOAD_KIND, kueue.GROUP, kueue.VERSION, kueue.WORKLOAD_PLURAL, "InvalidWorkload"),
-    WORKLOAD_INFORMER, routing=Routing.AT_ONCE, writer=Writer.KUEUE, label_selector=kueue.JOB_UID_LABEL,
+    KUEUE_WORKLOAD_INFORMER, routing=Routing.AT_ONCE, writer=Writer.KUEUE, label_selector=kueue.JOB_UID_LABEL,
     key=f"{kueue.WORKLOAD_KIND}.{kueue.GROUP}")
 
 
 def declarations(options: ControllerOptions, extra: Sequence[OwnedType] = (), *,
                  kueue_workloads: bool = False) -> tuple[OwnedType, ...]:
     """The owned types of an operator run with `options`, in the order they are watched and written:
-    the pods and the Service, then the companions (the NetworkPolicy, the gang scheduler's PodGroup,
-    then `extra`), then the Kueue Workload when Kueue is used (`kueue_workloads`: decided by the
+    the pods and the Service, then the companions (the NetworkPolicy, the gang scheduler's PodGroup --
+    under `--gang-scheduler=kubernetes` after the Workload it is made from, `controller.job.gang_workload`
+    -- then `extra`), then the Kueue Workload when Kueue is used (`kueue_workloads`: decided by the
     caller, which may have to ask the API server)."""
     default_on = options.network_policy_default
     policy = OwnedType(companions.NETWORK_POLICY, NETWORK_POLICY_INFORMER, object_name=netpol.policy_name,
@@ -164,8 +167,10 @@ def declarations(options: ControllerOptions, extra: Sequence[OwnedType] = (), *,
                        lazy=not default_on)
     gang = options.gang
     group = () if gang is None else (OwnedType(companions.pod_group(gang), POD_GROUP_INFORMER),)
-    workload = (KUEUE_WORKLOAD,) if kueue_workloads else ()
-    return (POD, SERVICE, policy, *group, *extra, *workload)
+    scheduling = (OwnedType(companions.WORKLOAD, SCHEDULING_WORKLOAD_INFORMER, rule=gang_workload.rule),
+                  ) if gang is not None and gang.uses_workload else ()
+    queueing = (KUEUE_WORKLOAD,) if kueue_workloads else ()
+    return (POD, SERVICE, policy, *scheduling, *group, *extra, *queueing)
 
 
 def written_by(owned: Sequence[OwnedType], writer: Writer) -> tuple[OwnedType, ...]:

@@ -90,6 +90,7 @@ class Caches(Protocol):
     def pods_of(self, job_uid: str) -> list[Mapping[str, Any]]: ...
     def get_service(self, namespace: str, name: str) -> Mapping[str, Any] | None: ...
     def get_owned(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None: ...
+    def pod_group_events(self, pod_group: Mapping[str, Any] | None) -> list[Mapping[str, Any]]: ...
     def node_ready(self, name: str) -> bool | None: ...
 
 
@@ -218,18 +219,17 @@ class Reconciler:
 
     def _plan(self, seen: Observation) -> Plan:
         """What to do, from the observation alone (plus the progress the poller read)."""
-        key, kind, stored, job = seen.key, seen.kind, seen.stored, seen.job
-        decision = seen.decision
+        key, kind, stored, job, decision = seen.key, seen.kind, seen.stored, seen.job, seen.decision
         policy = seen.owned.get(NETWORK_POLICY_KIND)
         group = seen.owned.get(self.gang.kind) if self.gang is not None else None
         plan = plan_job(PlanInputs(
-            decision.job if decision else seen.planned, seen.pods, seen.service, now=self.clock.wall(),
+            decision.job if decision else seen.planned, seen.pods, seen.service, now=self.clock.wall(), kind=kind,
             node_ready=self.caches.node_ready, pending_deletes=self.expectations.pending_deletions(key),
-            cluster_domain=self.cluster_domain, gate=decision.gate if decision else None,
+            cluster_domain=self.cluster_domain, gate=decision.gate if decision else None, profiles=self.profiles,
             network_policy=PolicyView(self.network_policy_default, policy.existing) if policy else None,
-            profiles=self.profiles, kind=kind,
             validate=lambda model: self.memory.validated(key, *kind.validation(stored, model)),
-            gang_view=GangView(self.gang, group.existing) if self.gang is not None and group else None,
+            gang_view=GangView(self.gang, group.existing, self.caches.pod_group_events(group.existing))
+            if self.gang is not None and group else None,
             children={d.kind: DeclaredChild(seen.owned[d.kind].existing, d.rule)
                       for d in self.owned if d.rule is not None and d.kind in seen.owned}))
         # Training progress (spec.progress): read by the poller, merged here into what is written anyway.

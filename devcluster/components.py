@@ -21,6 +21,12 @@ place. The values are tuned for fast, deterministic tests on a small machine:
   and zone-disruption damping are lifted: with 4 fake nodes, 2 NotReady nodes would otherwise
   count as a "partial disruption" and stop evictions altogether.
 * kube-scheduler is stock.
+* From Kubernetes 1.37 on, the API server, controller-manager and scheduler run with the feature gates
+  of Kubernetes' own gang scheduling (`GenericWorkload`, beta but off by default; the alpha
+  `TopologyAwareWorkloadScheduling`, a gang inside one topology domain) and the API server serves
+  `scheduling.k8s.io/v1beta1` (Workloads, PodGroups; a beta API is off by default): the operator's
+  `--gang-scheduler=kubernetes` needs them (`workload_api_flags`). The version is the binaries' own
+  (`kube-apiserver --version`), so a cache of an older release runs as before.
 * kwok manages the nodes annotated kwok.x-k8s.io/node=fake with a 20 s node Lease (renewed every
   5 s) and plays the stages in devcluster/stages/ (KWOK 0.8.0 has no built-in stages). Its
   kubelet-like server listens on 127.0.0.1 (HTTPS, a cert from our CA) and serves container logs
@@ -34,10 +40,13 @@ place. The values are tuned for fast, deterministic tests on a small machine:
 
 from __future__ import annotations
 
+import functools
 import re
+import subprocess
 import sys
 from pathlib import Path
 
+from .binaries import read_versions
 from .state import ClusterState, Layout
 
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "pod-logs")
@@ -72,6 +81,34 @@ def canonical(name: str) -> str:
     return name
 
 
+WORKLOAD_GATES = "GenericWorkload=true,TopologyAwareWorkloadScheduling=true"
+WORKLOAD_API = "scheduling.k8s.io/v1beta1=true"
+WORKLOAD_API_SINCE = (1, 37)
+
+
+def workload_api_flags(version: str, component: str) -> list[str]:
+    """The flags that turn on Kubernetes' Workload and PodGroup API (`scheduling.k8s.io/v1beta1`) and
+    its gang scheduling for `component` of Kubernetes `version` ("1.37.2"); none before 1.37."""
+    numbers = re.match(r"v?(\d+)\.(\d+)", version)
+    if numbers is None or (int(numbers.group(1)), int(numbers.group(2))) < WORKLOAD_API_SINCE:
+        return []
+    flags = [f"--feature-gates={WORKLOAD_GATES}"]
+    if component == "kube-apiserver":
+        flags.append(f"--runtime-config={WORKLOAD_API}")
+    return flags
+
+
+@functools.lru_cache(maxsize=8)
+def kubernetes_version(bin_dir: str) -> str:
+    """The Kubernetes version of the binaries in `bin_dir` (`kube-apiserver --version`), else the pinned one."""
+    try:
+        out = subprocess.run([str(Path(bin_dir) / "kube-apiserver"), "--version"], capture_output=True, text=True,
+                             timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return read_versions().get("K8S_VERSION", "")
+    return out.split()[-1] if out.split() else ""
+
+
 def write_kwok_config(layout: Layout) -> Path:
     """Concatenate every stage in devcluster/stages/ into the one file kwok's --config reads."""
     documents = [p.read_text().strip() for p in sorted(STAGES_DIR.glob("*.yaml"))]
@@ -83,6 +120,7 @@ def command(component: str, layout: Layout, state: ClusterState) -> list[str]:
     """The argv that starts component for the cluster described by layout and state."""
     b = Path(state.bin_dir)
     p = state.ports
+    gang = workload_api_flags(kubernetes_version(state.bin_dir), component)
     pki = layout.pki
     etcd_url = f"http://127.0.0.1:{p['etcd']}"
     if component == "etcd":
@@ -119,7 +157,7 @@ def command(component: str, layout: Layout, state: ClusterState) -> list[str]:
                 f"--kubelet-preferred-address-types={KUBELET_ADDRESS_TYPES}",
                 f"--kubelet-certificate-authority={pki / 'ca.crt'}",
                 f"--kubelet-client-certificate={pki / 'kube-apiserver-kubelet-client.crt'}",
-                f"--kubelet-client-key={pki / 'kube-apiserver-kubelet-client.key'}"]
+                f"--kubelet-client-key={pki / 'kube-apiserver-kubelet-client.key'}", *gang]
     if component == "kube-controller-manager":
         kubeconfig = layout.component_kubeconfig("kube-controller-manager")
         return [str(b / "kube-controller-manager"), f"--kubeconfig={kubeconfig}",
@@ -132,13 +170,13 @@ def command(component: str, layout: Layout, state: ClusterState) -> list[str]:
                 "--node-monitor-period=2s", f"--node-monitor-grace-period={state.node_grace_seconds}s",
                 "--node-eviction-rate=100", "--secondary-node-eviction-rate=100",
                 "--unhealthy-zone-threshold=1", "--large-cluster-size-threshold=1",
-                "--kube-api-qps=100", "--kube-api-burst=200", "--profiling=false"]
+                "--kube-api-qps=100", "--kube-api-burst=200", "--profiling=false", *gang]
     if component == "kube-scheduler":
         kubeconfig = layout.component_kubeconfig("kube-scheduler")
         return [str(b / "kube-scheduler"), f"--kubeconfig={kubeconfig}",
                 f"--authentication-kubeconfig={kubeconfig}", f"--authorization-kubeconfig={kubeconfig}",
                 "--bind-address=127.0.0.1", f"--secure-port={p['kube-scheduler']}",
-                "--leader-elect=false", "--profiling=false"]
+                "--leader-elect=false", "--profiling=false", *gang]
     if component == "kwok":
         key, value = KWOK_NODE_ANNOTATION
         server = []

@@ -7,7 +7,9 @@ and "1" are the same request), so both go through `parse_quantity`. Exact arithm
 would turn 0.1 CPU times three into 0.30000000000000004.
 
 `format_quantity` writes a value the way Kubernetes' canonical form would for the common cases: an integer
-as is ("3", "6442450944"), anything finer in milli-units ("1500m") or, below that, nano-units.
+as is ("3"), or, for a quantity given in binary units (`is_binary`: memory, as people write it), in the
+largest binary unit that keeps it whole ("2560Mi", not "2684354560"), as the API server writes a Gi
+request back; anything finer in milli-units ("1500m") or, below that, nano-units.
 """
 
 from __future__ import annotations
@@ -45,9 +47,19 @@ def parse_quantity(value: str | int | float) -> Fraction:
     return number * Fraction(10) ** int(suffix[1:])
 
 
-def format_quantity(value: Fraction) -> str:
-    """A quantity string for an exact value: "3", "1500m", or nano-units ("1n" at the finest)."""
+def is_binary(value: str | int | float) -> bool:
+    """Whether a quantity is written in a binary unit ("4Gi", "512Mi")."""
+    return isinstance(value, str) and value.strip()[-2:] in _BINARY
+
+
+def format_quantity(value: Fraction, binary: bool = False) -> str:
+    """A quantity string for an exact value: "3", "1500m", or nano-units ("1n" at the finest);
+    `binary`: a whole value in its largest exact binary unit ("2560Mi", "6Gi", "1000" for 1000)."""
     if value.denominator == 1:
+        if binary and value:
+            for suffix, size in reversed(_BINARY.items()):
+                if value.numerator % size == 0:
+                    return f"{value.numerator // size}{suffix}"
         return str(value.numerator)
     milli = value * 1000
     if milli.denominator == 1:

@@ -229,6 +229,14 @@ def scheduling_policy_schema(path: str, description: str) -> dict[str, Any]:
                 "description": "How long the scheduler-plugins coscheduler waits for the whole gang before it "
                 "releases the pods it holds and tries again.",
             },
+            "topologyKey": {
+                "type": "string", "maxLength": 317,
+                "description": "Kubernetes' own gang scheduling only (--gang-scheduler=kubernetes, with the "
+                "TopologyAwareWorkloadScheduling gate): a node label, e.g. topology.kubernetes.io/rack; the whole "
+                "gang is placed inside one domain of it, or waits. Immutable.",
+                "x-kubernetes-validations": [{"rule": "self == oldSelf",
+                                              "message": f"{path}.topologyKey is immutable"}],
+            },
         },
     }
 

@@ -2,15 +2,17 @@
 
 A job with parameter servers does nothing until every pod runs; placed piecemeal on a full cluster,
 two jobs each hold part of the room and both wait forever. A gang scheduler places a group of pods
-all at once or not at all. With `tfjob-operator run --gang-scheduler=volcano|scheduler-plugins`,
-every job gets one PodGroup `<job>` owned by it, created before any of its pods, and its pods name
+all at once or not at all. With `tfjob-operator run --gang-scheduler=volcano|scheduler-plugins|
+kubernetes`, every job gets one PodGroup `<job>` owned by it, created before any of its pods, and its pods name
 the gang scheduler and their group -- as Kubeflow's training operator does with
 `--gang-scheduler-name`, from the same `schedulingPolicy` (`spec.schedulingPolicy` of a
 TensorFlowJob, `spec.runPolicy.schedulingPolicy` of a TFJob, one field of the job model):
 
-* `minMember`: `minAvailable`, else every pod of the job;
+* `minMember` (Kubernetes' own: `schedulingPolicy.gang.minCount`): `minAvailable`, else every pod
+  of the job;
 * `minResources`: as given, else the requests (a container's limits where it has no request) of the
-  first `minMember` pods in role order (chief, ps, worker, evaluator). Kubeflow orders the roles by
+  first `minMember` pods in role order (chief, ps, worker, evaluator), in canonical form (memory
+  asked in `Mi` or `Gi` summed to `2560Mi`, not `2684354560`). Kubeflow orders the roles by
   their pods' PriorityClass value; with none set, as is usual, the role order is as good, and it
   needs no PriorityClass lookup;
 * the fields only one scheduler's group has, how its pods join the group, and when they may be
@@ -25,26 +27,27 @@ user asked for it. Pure: the planner decides when to create, patch or delete the
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 from controller.job.builders import owned_metadata
-from controller.job.gang_schedulers import GangScheduler, phase
+from controller.job.gang_schedulers import GangScheduler
 from controller.job.kinds import JobKind
 from tfconfig import ROLES, role_replicas
 from tfjob_api.names import JOB_NAME_LABEL
-from tfjob_api.quantity import QuantityError, format_quantity, parse_quantity
+from tfjob_api.quantity import QuantityError, format_quantity, is_binary, parse_quantity
 
 
 @dataclass(frozen=True)
 class GangView:
-    """What the planner knows of a job's gang: the scheduler, and the PodGroup of the job's name in
-    the cache when the job owns it (None when there is none)."""
+    """What the planner knows of a job's gang: the scheduler, the PodGroup of the job's name in the
+    cache when the job owns it (None when there is none), and the events on that group."""
 
     scheduler: GangScheduler
     existing: Mapping[str, Any] | None
+    events: Sequence[Mapping[str, Any]] = ()  # on the PodGroup, when the scheduler `reads_events`
 
 
 def policy(job: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -60,15 +63,21 @@ def min_member(job: Mapping[str, Any]) -> int:
     return int(wanted) if isinstance(wanted, int) and not isinstance(wanted, bool) else total_pods(job)
 
 
-def pod_requests(template: Mapping[str, Any]) -> dict[str, Fraction]:
-    """What one pod of a template asks for: its containers' requests, a limit where a resource has
-    no request (the API server defaults the request to the limit)."""
-    total: dict[str, Fraction] = {}
+def _asked(template: Mapping[str, Any]) -> list[tuple[str, str | int | float]]:
+    """Each container's (resource, quantity) of a template: its requests, a limit where a resource
+    has no request (the API server defaults the request to the limit)."""
+    found: list[tuple[str, str | int | float]] = []
     for container in (template.get("spec") or {}).get("containers") or []:
         resources = container.get("resources") or {}
-        asked = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
-        for resource, value in asked.items():
-            total[resource] = total.get(resource, Fraction(0)) + parse_quantity(value)
+        found.extend({**(resources.get("limits") or {}), **(resources.get("requests") or {})}.items())
+    return found
+
+
+def pod_requests(template: Mapping[str, Any]) -> dict[str, Fraction]:
+    """What one pod of a template asks for, by resource."""
+    total: dict[str, Fraction] = {}
+    for resource, value in _asked(template):
+        total[resource] = total.get(resource, Fraction(0)) + parse_quantity(value)
     return total
 
 
@@ -79,25 +88,25 @@ def min_resources(job: Mapping[str, Any]) -> dict[str, str]:
         return {resource: str(value) for resource, value in given.items()}
     left = min_member(job)
     total: dict[str, Fraction] = {}
+    binary: set[str] = set()  # resources asked for in binary units: written back in one ("2560Mi")
     for role in ROLES:
         count = min(left, role_replicas(job["spec"], role))
         if count <= 0:
             continue
-        for resource, value in pod_requests(job["spec"][role]["template"]).items():
+        template = job["spec"][role]["template"]
+        binary.update(resource for resource, value in _asked(template) if is_binary(value))
+        for resource, value in pod_requests(template).items():
             total[resource] = total.get(resource, Fraction(0)) + value * count
         left -= count
-    return {resource: format_quantity(value) for resource, value in sorted(total.items()) if value}
+    return {resource: format_quantity(value, binary=resource in binary)
+            for resource, value in sorted(total.items()) if value}
 
 
 def group_spec(job: Mapping[str, Any], scheduler: GangScheduler,
                existing: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The PodGroup's spec for the job: the gang's size and resources, then the scheduler's own fields
-    (`existing`: the group as it is, when there is one)."""
-    spec: dict[str, Any] = {"minMember": min_member(job)}
-    resources = min_resources(job)
-    if resources:
-        spec["minResources"] = resources
-    return {**spec, **scheduler.spec_fields(policy(job), existing)}
+    """The PodGroup's spec for the job, as its scheduler words the gang's size and resources and its
+    own fields (`existing`: the group as it is, when there is one)."""
+    return scheduler.group_spec(job["metadata"]["name"], min_member(job), min_resources(job), policy(job), existing)
 
 
 def build_pod_group(job: Mapping[str, Any], scheduler: GangScheduler, kind: JobKind) -> dict[str, Any]:
@@ -118,10 +127,11 @@ def spec_patch(existing: Mapping[str, Any], job: Mapping[str, Any], scheduler: G
     someone edited it); None when it already is. Quantities are compared by value."""
     current = existing.get("spec") or {}
     desired = group_spec(job, scheduler, existing)
+    patched = scheduler.patched_fields
     changed = {field: value for field, value in desired.items()
-               if not _same(field, current.get(field), value)}
+               if (patched is None or field in patched) and not _same(field, current.get(field), value)}
     dropped = {field: None for field in ("minResources", *scheduler.own_fields)
-               if field in current and field not in desired}
+               if field in current and field not in desired and (patched is None or field in patched)}
     if not changed and not dropped:
         return None
     if "minResources" in changed:  # replaced whole: a resource no longer asked for must go
@@ -154,7 +164,7 @@ def decorate_pod(pod: dict[str, Any], job_name: str, task: str, scheduler: GangS
     other = spec.get("schedulerName")
     if not other:
         spec["schedulerName"] = scheduler.scheduler_name
-    scheduler.join(pod["metadata"], job_name, task)
+    scheduler.join(pod, job_name, task)
     return other if other and other != scheduler.scheduler_name else None
 
 
@@ -165,13 +175,14 @@ def admitted(view: GangView) -> bool:
 
 
 def describe(view: GangView, job_name: str) -> str:
-    """The PodGroup's state in words for the job's Pending condition: its phase, and the scheduler's
-    reason when it gave one (Volcano's `Unschedulable` condition)."""
+    """The PodGroup's state in words for the job's Pending condition: its state, and the scheduler's
+    reason when it gave one (Volcano's `Unschedulable` events and condition, Kubernetes'
+    `PodGroupInitiallyScheduled` condition)."""
     group = view.existing
     if group is None:
         return f"PodGroup {job_name} ({view.scheduler.name}) is being created"
-    text = f"PodGroup {group['metadata']['name']} ({view.scheduler.name}) is {phase(group) or 'new'}"
-    reason = view.scheduler.waiting_reason(group)
+    text = f"PodGroup {group['metadata']['name']} ({view.scheduler.name}) is {view.scheduler.state(group)}"
+    reason = view.scheduler.waiting_reason(group, view.events)
     if reason:
         text += f": {reason}"
     return text  # no pod counts: they change with every pod, and the condition would with them

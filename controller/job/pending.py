@@ -10,10 +10,11 @@ reason, one message naming the pods, and nothing when no pod has a problem. Pods
 way (ContainerCreating, PodInitializing) are not a problem.
 
 The reason is the first problem in role/index order: the scheduler's reason (`Unschedulable`,
-`SchedulingGated`, `SchedulerError`) or the waiting reason (`ImagePullBackOff`,
-`CreateContainerConfigError`, `CrashLoopBackOff` of an init container, ...). `ErrImagePull` is
-reported as `ImagePullBackOff`: the kubelet alternates between the two at every retry, and the
-condition should not flip with it.
+`SchedulingGated`, `SchedulerError`; Volcano's `Schedulable` on a pod it has not placed -- its gang
+does not fit yet -- is reported as `Unschedulable`, what it means for the job) or the waiting reason
+(`ImagePullBackOff`, `CreateContainerConfigError`, `CrashLoopBackOff` of an init container, ...).
+`ErrImagePull` is reported as `ImagePullBackOff`: the kubelet alternates between the two at every
+retry, and the condition should not flip with it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from tfconfig import ROLES
 from tfjob_api import podstate
 
 SAME_REASON = {"ErrImagePull": "ImagePullBackOff"}
+NOT_PLACED = {"Schedulable": "Unschedulable"}  # a PodScheduled=False reason that says nothing of why
 SHOWN_PODS = 5
 MAX_DETAIL = 600  # characters of the scheduler's or kubelet's message kept in the job's message
 
@@ -57,7 +59,8 @@ def pod_problem(pod: Mapping[str, Any]) -> PodProblem | None:
         return None
     first = obstacles[0]
     if first.scheduling:
-        return PodProblem(podstate.name(pod), first.reason, first.message, scheduling=True)
+        return PodProblem(podstate.name(pod), NOT_PLACED.get(first.reason, first.reason), first.message,
+                          scheduling=True)
     detail = f"container {first.container}: {first.message or first.reason}"
     return PodProblem(podstate.name(pod), SAME_REASON.get(first.reason, first.reason), detail, scheduling=False)
 

@@ -411,8 +411,8 @@ class _Planner(FailureHandling):
         if problem is not None:
             return pending.Pending(problem.reason, f"{problem.message}; {said}", problem.pods)
         missing = [key for key in desired_pod_keys(self.job) if not self.observed.by_slot.get(key)]
-        if self._gang_admitted() or not missing:
-            return None
+        if self._gang_admitted() or not missing or self.gang.existing is None:
+            return None  # a group being created (this very pass) is not a problem: no Warning for it
         return pending.Pending("PodGroupPending", f"{self.kind} {self.name} waits for {self.gang.scheduler.name} "
                                f"to admit its gang of {gang.min_member(self.job)} pod(s): {said}.", ())
 

@@ -5,7 +5,8 @@ TFJob's Master went to Volcano as task `chief`, where the operator writes `maste
 builds nothing: it runs `plan_job` -- the reconciler's planner -- on the job as the operator first
 sees it (its model, defaulted, with no status, no pods, no Service, no NetworkPolicy or PodGroup
 yet) under the operator's settings, and returns the plan's creates in the order the reconciler
-writes them: the NetworkPolicy, the PodGroup, the Service, the pods.
+writes them: the NetworkPolicy, the Workload (`--gang-scheduler kubernetes`), the PodGroup, the
+Service, the pods.
 
 Two waits are looked past, so the preview shows the pods the job will have:
 
@@ -23,7 +24,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from controller.job import gang, netpol
+from controller.job import gang, gang_workload, netpol
+from controller.job.children import ChildSituation
 from controller.job.draft import Plan
 from controller.job.gang_schedulers import GangScheduler
 from controller.job.kinds import JobKind
@@ -78,5 +80,8 @@ def preview(stored: Mapping[str, Any], kind: JobKind, settings: Settings, now: d
     group = first.child("PodGroup").create
     if scheduler is not None and group is not None and not scheduler.admitted(group):
         pods = plan(scheduler.as_admitted(group)).create_pods
-    companions = [first.child(netpol.KIND).create, group, first.create_service]
+    workload = None
+    if scheduler is not None and scheduler.uses_workload:
+        workload = gang_workload.rule(ChildSituation(job, kind, None, finished=False, suspended=False)).create
+    companions = [first.child(netpol.KIND).create, workload, group, first.create_service]
     return Preview([obj for obj in companions if obj is not None] + pods)

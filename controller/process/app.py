@@ -271,7 +271,7 @@ def missing_pod_group_api(kube: Kube, options: ControllerOptions) -> str:
     if gang is None or kube.has_api(gang.group, gang.version, gang.kind, crds=False):
         return ""
     return (f"--gang-scheduler={gang.name}: the API server does not serve {gang.api_version} {gang.kind}; "
-            f"install {gang.name} (its CRDs and scheduler) first, or run with --gang-scheduler=none")
+            f"{gang.install_hint} first, or run with --gang-scheduler=none")
 
 
 def controller_options(args: argparse.Namespace, profiles: Sequence[Profile]) -> ControllerOptions:

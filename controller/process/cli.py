@@ -189,10 +189,12 @@ def _production_flags(command: argparse.ArgumentParser) -> None:
                          f"(default {DEFAULTS.network_policy})")
     command.add_argument("--gang-scheduler", choices=["none", *SCHEDULERS],
                          default=DEFAULTS.gang_scheduler,
-                         help="a PodGroup per job, so all of its pods are placed together or none is: Volcano or "
-                         f"the scheduler-plugins coscheduler (default {DEFAULTS.gang_scheduler})")
+                         help="a PodGroup per job, so all of its pods are placed together or none is: Volcano, "
+                         "the scheduler-plugins coscheduler or Kubernetes' own (Workload API, 1.37+) "
+                         f"(default {DEFAULTS.gang_scheduler})")
     command.add_argument("--gang-scheduler-name", default=DEFAULTS.gang_scheduler_name, metavar="NAME",
-                         help="the schedulerName the pods ask for (default: volcano, or scheduler-plugins-scheduler)")
+                         help="the schedulerName the pods ask for (default: volcano, scheduler-plugins-scheduler "
+                         "or default-scheduler)")
     command.add_argument("--profiles", metavar="FILE", default=None,
                          help="start-up profiles: env vars and args by TensorFlow image (YAML; docs/production.md)")
 

@@ -34,7 +34,7 @@ OPERATOR_PERMISSIONS: dict[tuple[str, str], set[str]] = {
     ("", "services"): {"get", "list", "watch", "create", "delete"},
     ("", "pods/proxy"): {"get"},
     ("", "nodes"): {"list", "watch"},
-    ("", "events"): {"create"},
+    ("", "events"): {"create", "list", "watch"},
     ("networking.k8s.io", "networkpolicies"): {"get", "list", "watch", "create", "patch", "delete"},
     ("kueue.x-k8s.io", "workloads"): {"list", "watch", "create", "patch", "delete"},
     ("kueue.x-k8s.io", "workloads/status"): {"patch"},
@@ -42,6 +42,8 @@ OPERATOR_PERMISSIONS: dict[tuple[str, str], set[str]] = {
     ("kueue.x-k8s.io", "workloadpriorityclasses"): {"get"},
     ("scheduling.x-k8s.io", "podgroups"): {"get", "list", "watch", "create", "patch", "delete"},
     ("scheduling.volcano.sh", "podgroups"): {"get", "list", "watch", "create", "patch", "delete"},
+    ("scheduling.k8s.io", "podgroups"): {"get", "list", "watch", "create", "patch", "delete"},
+    ("scheduling.k8s.io", "workloads"): {"get", "list", "watch", "create", "patch", "delete"},
 }
 CLUSTER_SCOPED = {("", "nodes"), ("kueue.x-k8s.io", "resourceflavors"), ("kueue.x-k8s.io", "workloadpriorityclasses")}
 

@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from tfjob_api.quantity import QuantityError, format_quantity, is_quantity, parse_quantity
+from tfjob_api.quantity import QuantityError, format_quantity, is_binary, is_quantity, parse_quantity
 
 
 @pytest.mark.parametrize(("text", "value"), [
@@ -33,3 +33,15 @@ def test_three_tenths_of_a_cpu_sum_to_exactly_300_millicores() -> None:
 ])
 def test_values_are_written_in_the_coarsest_exact_unit(value: Fraction, text: str) -> None:
     assert format_quantity(value) == text
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    (Fraction(5 * 512 * 2**20), "2560Mi"), (Fraction(6 * 2**30), "6Gi"), (Fraction(1000), "1000"),
+    (Fraction(3, 2), "1500m"), (Fraction(0), "0"),
+])
+def test_values_given_in_binary_units_are_written_in_the_largest_exact_one(value: Fraction, text: str) -> None:
+    assert format_quantity(value, binary=True) == text
+
+
+def test_only_binary_suffixes_count_as_binary_units() -> None:
+    assert [is_binary(q) for q in ("4Gi", "512Mi", "4G", "500m", 3)] == [True, True, False, False, False]

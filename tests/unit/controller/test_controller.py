@@ -239,3 +239,26 @@ def test_the_progress_poller_reads_through_the_pod_proxy_and_enqueues_the_job_th
     kube.request.assert_called_once_with("GET", "/api/v1/namespaces/ns/pods/j-worker-0:8090/proxy/progress",
                                          timeout=5.0, max_bytes=4096, deadline=5.0)
     assert drain(controller) == ["ns/j"]
+
+
+def test_events_on_pod_groups_are_watched_only_under_a_scheduler_that_explains_itself_in_them(kube: Mock) -> None:
+    assert Controller(kube, ControllerOptions(gang_scheduler="scheduler-plugins")).caches.gang_events is None
+    assert Controller(kube, ControllerOptions(gang_scheduler="kubernetes")).caches.gang_events is None
+    informer = Controller(kube, ControllerOptions(gang_scheduler="volcano")).caches.gang_events
+    assert informer is not None
+    assert informer.reflectors[0].lister_watcher.field_selector == (  # type: ignore[attr-defined]
+        "involvedObject.kind=PodGroup,involvedObject.apiVersion=scheduling.volcano.sh/v1beta1")
+
+
+def test_an_event_on_a_pod_group_enqueues_the_job_owning_the_group(kube: Mock) -> None:
+    controller = Controller(kube, ControllerOptions(gang_scheduler="volcano"))
+    controller.caches.jobs.store.add(tfjob("j", {"worker": role(1)}, namespace="ns", uid="job-uid"))
+    group = pod("j", "job-uid")
+    group["metadata"]["uid"] = "pg-uid"
+    informer = controller.caches.owned_informer("PodGroup")
+    assert informer is not None
+    informer.store.add(group)
+    controller.handlers.pod_group_event({"involvedObject": {"kind": "PodGroup", "namespace": "ns", "name": "j"},
+                                         "reason": "Unschedulable", "message": "queue resource quota insufficient"})
+    controller.handlers.pod_group_event({"involvedObject": {"kind": "PodGroup", "namespace": "ns", "name": "other"}})
+    assert drain(controller) == ["ns/j"]

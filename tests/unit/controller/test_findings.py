@@ -99,6 +99,9 @@ class _Caches:
     def get_owned(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         return None
 
+    def pod_group_events(self, pod_group: dict[str, Any] | None) -> list[dict[str, Any]]:
+        return []
+
 
 class _Events:
     def __init__(self) -> None:

@@ -128,3 +128,31 @@ def test_a_tfjobs_scheduling_policy_is_used_not_ignored_under_a_gang_scheduler(k
     assert group["metadata"]["ownerReferences"][0]["kind"] == "TFJob"
     assert not [c for c in recorder.record.call_args_list if c.args[2] == "IgnoredField"]
     assert "Pod" not in created_kinds(kube)  # Volcano has not admitted the new group yet
+
+
+def test_under_kubernetes_the_workload_then_the_pod_group_are_created_before_any_pod(kube: Mock) -> None:
+    outcome = reconciler(kube, FakeCaches(make_job()), scheduler="kubernetes").reconcile("ns/j")
+    paths = [c.args[0] for c in kube.create.call_args_list]
+    assert paths[:2] == ["/apis/scheduling.k8s.io/v1beta1/namespaces/ns/workloads",
+                         "/apis/scheduling.k8s.io/v1beta1/namespaces/ns/podgroups"]
+    assert sorted(created_kinds(kube)[2:]) == ["Pod", "Pod", "Service"]
+    assert "workload/j" in outcome.created and "podgroup/j" in outcome.created
+
+
+def test_a_refused_workload_holds_the_pods_back(kube: Mock) -> None:
+    def create(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        if body["kind"] == "Workload":
+            raise ApiError(403, "Forbidden", "workloads.scheduling.k8s.io is forbidden")
+        return body
+
+    kube.create.side_effect = create
+    with pytest.raises(RequeueError):
+        reconciler(kube, FakeCaches(make_job()), scheduler="kubernetes").reconcile("ns/j")
+    assert "Pod" not in created_kinds(kube)
+
+
+def test_without_a_gang_scheduler_no_workload_is_read_or_written(kube: Mock) -> None:
+    caches = FakeCaches(make_job())
+    reconciler(kube, caches, scheduler="none").reconcile("ns/j")
+    assert caches.workload_reads == 0 and caches.pod_group_reads == 0
+    assert all("scheduling.k8s.io" not in str(c.args[0]) for c in kube.method_calls if c.args)

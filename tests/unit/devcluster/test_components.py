@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from devcluster.components import command
+from devcluster.components import command, workload_api_flags
 from devcluster.ports import free_ports
 from devcluster.state import NODE_MONITOR_GRACE_SECONDS, ClusterState, Layout
 
@@ -50,3 +50,15 @@ def test_the_apiserver_reaches_a_real_kubelet_by_its_internal_ip_before_its_unre
     types = next(a for a in apiserver_argv(tmp_path) if a.startswith("--kubelet-preferred-address-types="))
     order = types.split("=", 1)[1].split(",")
     assert order.index("InternalDNS") < order.index("InternalIP") < order.index("Hostname")
+
+
+def test_from_1_37_the_workload_api_and_its_gang_scheduling_are_turned_on() -> None:
+    gates = "--feature-gates=GenericWorkload=true,TopologyAwareWorkloadScheduling=true"
+    assert workload_api_flags("1.37.2", "kube-apiserver") == [gates, "--runtime-config=scheduling.k8s.io/v1beta1=true"]
+    assert workload_api_flags("v1.37.2", "kube-scheduler") == [gates]
+    assert workload_api_flags("1.38.0", "kube-controller-manager") == [gates]
+
+
+def test_before_1_37_no_gate_or_api_is_asked_for() -> None:
+    assert workload_api_flags("1.36.3", "kube-apiserver") == []
+    assert workload_api_flags("", "kube-scheduler") == []

@@ -139,7 +139,7 @@ def test_the_pod_group_follows_scaling_suspension_and_deletion(
         "metadata"]["creationTimestamp"] for p in tfjobs.pods("elastic"))
     group = pod_group(tfjobs.api, tfjobs.namespace, "elastic")
     assert group is not None
-    assert group["spec"]["minMember"] == 2 and group["spec"]["minResources"] == {"cpu": "1", "memory": "2147483648"}
+    assert group["spec"]["minMember"] == 2 and group["spec"]["minResources"] == {"cpu": "1", "memory": "2Gi"}
 
     tfjobs.patch("elastic", {"worker": {"replicas": 3}})
     tfjobs.wait_for(lambda: (pod_group(tfjobs.api, tfjobs.namespace, "elastic") or {}).get("spec", {}).get(

@@ -1,7 +1,9 @@
 """Jobs under the operator's `--gang-scheduler=volcano`, placed by the real Volcano scheduler.
 
 As with the coscheduler: on a pool with room for one 5-pod job, one job runs whole and the other has
-no pod running (its Pending condition names its PodGroup) until the first finishes. The job's
+no pod running (its Pending condition names its PodGroup, never with Volcano's `Schedulable`) until
+the first finishes. A gang its queue's capability holds back says so (`queue resource quota
+insufficient`, which Volcano writes only in an event on the group). The job's
 `schedulingPolicy` queue and priority class reach its PodGroup, and a TFJob written for Kubeflow's
 operator with `--gang-scheduler-name=volcano` runs the same way here. Volcano is built from its Go
 module, so these tests carry the `tools` marker (`make test-tools`).
@@ -62,6 +64,18 @@ def queue_and_priority(api: Kube) -> Iterator[tuple[str, str]]:
         api.delete(resource_path(GROUP, "v1beta1", "queues", None, queue))
 
 
+@pytest.fixture
+def small_queue(api: Kube) -> Iterator[str]:
+    """A Volcano Queue of this test's own with room for 2 CPUs (cluster-scoped; deleted after)."""
+    queue = f"small-{uuid.uuid4().hex[:6]}"
+    api.create(resource_path(GROUP, "v1beta1", "queues"), {
+        "apiVersion": f"{GROUP}/v1beta1", "kind": "Queue", "metadata": {"name": queue},
+        "spec": {"weight": 1, "reclaimable": False, "capability": {"cpu": "2", "memory": "8Gi"}}})
+    yield queue
+    with contextlib.suppress(ApiError):
+        api.delete(resource_path(GROUP, "v1beta1", "queues", None, queue))
+
+
 @both_kinds
 def test_of_two_jobs_that_fit_once_volcano_runs_one_whole_and_the_other_after_it(
         tfjobs: TfJobs, volcano_operator: Operator, gang_pool: Callable[..., GangPool]) -> None:
@@ -76,6 +90,8 @@ def test_of_two_jobs_that_fit_once_volcano_runs_one_whole_and_the_other_after_it
     while time.monotonic() < deadline:  # whole: not one of its pods runs while the first holds the room
         assert running(tfjobs, "second") == 0
         assert running(tfjobs, "first") == MEMBERS
+        # never Volcano's own PodScheduled reason `Schedulable` for pods it has not placed
+        assert pending_reason(tfjobs, "second") != "Schedulable"
         time.sleep(0.5)
 
     tfjobs.exit_pod(tfjobs.pod_names("first", "worker")[0], 0)
@@ -86,6 +102,31 @@ def test_of_two_jobs_that_fit_once_volcano_runs_one_whole_and_the_other_after_it
     assert {p["metadata"]["annotations"]["scheduling.k8s.io/group-name"] for p in pods} == {"second"}
     tfjobs.wait_for(lambda: pod_group(tfjobs.api, tfjobs.namespace, "first") is None, 60,
                     "the finished job's PodGroup to be deleted")
+    warnings = [e["reason"] for job in ("first", "second") for e in tfjobs.events(job) if e["type"] == "Warning"
+                and "being created" in e["message"]]
+    assert warnings == []  # a PodGroup being created is no reason to warn
+
+
+def pending_reason(tfjobs: TfJobs, job: str) -> str | None:
+    """The reason of the job's Pending condition while it is True (None otherwise)."""
+    found = tfjobs.condition(job, "Pending")
+    return str(found["reason"]) if found is not None and found["status"] == "True" else None
+
+
+def test_a_gang_its_queues_quota_holds_back_says_so(
+        tfjobs: TfJobs, volcano_operator: Operator, small_queue: str, gang_pool: Callable[..., GangPool]) -> None:
+    pool = gang_pool(cpus=10, nodes=1)  # room on the nodes: only the queue's capability holds it back
+    tfjobs.create("capped", worker=gang_role(MEMBERS, pool), schedulingPolicy={"queue": small_queue})
+    tfjobs.wait_for(lambda: "queue resource quota insufficient" in (
+        tfjobs.condition("capped", "Pending") or {}).get("message", ""), 120,
+        "the job's Pending condition naming the queue's quota")
+    pending = tfjobs.condition("capped", "Pending")
+    assert pending is not None and pending["reason"] == "PodGroupPending", pending
+    assert f"waits for volcano to admit its gang of {MEMBERS} pod(s): PodGroup capped (volcano) is Pending" in (
+        pending["message"])
+    assert tfjobs.pods("capped") == []
+    assert (pod_group(tfjobs.api, tfjobs.namespace, "capped") or {})["spec"]["minResources"] == {
+        "cpu": "5", "memory": "5Gi"}
 
 
 def test_the_queue_and_priority_class_reach_the_pod_group(

@@ -46,12 +46,12 @@ def test_min_member_is_every_pod_unless_min_available_says_otherwise() -> None:
 
 
 def test_min_resources_sum_the_requests_of_every_pod() -> None:
-    assert gang.min_resources(sized_job()) == {"cpu": "5500m", "memory": str(2 * 2**30 + 6 * 2**30)}
+    assert gang.min_resources(sized_job()) == {"cpu": "5500m", "memory": "8Gi"}
 
 
 def test_min_resources_count_only_the_first_min_available_pods_in_role_order() -> None:
     # chief (2 CPU) and both ps (1 CPU, 1Gi each): the workers are not part of the gang's minimum
-    assert gang.min_resources(sized_job(minAvailable=3)) == {"cpu": "4", "memory": str(2 * 2**30)}
+    assert gang.min_resources(sized_job(minAvailable=3)) == {"cpu": "4", "memory": "2Gi"}
 
 
 def test_min_resources_the_job_gives_are_kept_as_written() -> None:
@@ -85,7 +85,7 @@ def test_scaling_a_role_patches_min_member_and_min_resources() -> None:
     scaled = sized_job()
     scaled["spec"]["worker"]["replicas"] = 5
     patch = gang.spec_patch(before, scaled, PLUGINS)
-    assert patch == {"spec": {"minMember": 8, "minResources": {"cpu": "6500m", "memory": str(12 * 2**30)}}}
+    assert patch == {"spec": {"minMember": 8, "minResources": {"cpu": "6500m", "memory": "12Gi"}}}
 
 
 def test_a_pod_group_the_server_wrote_in_other_units_needs_no_patch() -> None:
@@ -147,7 +147,7 @@ def test_a_tfjobs_scheduling_policy_reaches_its_pod_group() -> None:
 
 @pytest.mark.parametrize("name", ["kube-batch", "yunikorn"])
 def test_an_unknown_gang_scheduler_is_refused(name: str) -> None:
-    with pytest.raises(ValueError, match="volcano, scheduler-plugins or none"):
+    with pytest.raises(ValueError, match="volcano, scheduler-plugins, kubernetes or none"):
         gang_scheduler(name)
 
 

@@ -71,6 +71,23 @@ def test_volcanos_unschedulable_reason_reaches_the_pending_condition() -> None:
     assert pending is not None and pending["message"].endswith("queue resource quota insufficient.")
 
 
+def test_volcanos_queue_quota_event_is_the_reason_the_job_gives() -> None:
+    job = make_job(worker=5)
+    group = existing(job, VOLCANO, "Pending")
+    group["status"]["conditions"] = [{"type": "Unschedulable", "status": "True", "reason": "NotEnoughResources",
+                                      "message": "5/0 tasks in gang unschedulable: pod group is not ready, 5 minAvailable"}]
+    events = [{"reason": "Unschedulable", "type": "Normal", "message": message, "lastTimestamp": at,
+               "involvedObject": {"uid": "pg-uid"}}
+              for message, at in (("an older word", "2026-12-02T11:00:00Z"),
+                                  ("queue resource quota insufficient", "2026-12-02T11:59:00Z"))]
+    out = plan_job(PlanInputs(job, [], None, now=NOW, kind=TENSORFLOWJOB,
+                              gang_view=gang.GangView(VOLCANO, group, events)))
+    pending = cond.find(out.status["conditions"], cond.PENDING)
+    assert pending is not None and pending["reason"] == "PodGroupPending"
+    assert ("PodGroup j (volcano) is Pending: queue resource quota insufficient (5/0 tasks in gang unschedulable: "
+            "pod group is not ready, 5 minAvailable)") in pending["message"]
+
+
 def test_pods_the_coscheduler_holds_report_its_reason_and_the_groups_phase() -> None:
     job = make_job(worker=2)
     pods = pods_for(job, "Pending", node=None)
@@ -146,7 +163,8 @@ def test_a_tfjob_masters_volcano_task_is_named_as_kubeflow_names_it() -> None:
     assert tasks == {"j-chief-0": "master", "j-worker-0": "worker"}
 
 
-def test_a_volcano_gang_whose_pod_group_is_not_there_yet_names_it() -> None:
-    pending = cond.find(plan(make_job(worker=2), VOLCANO, None).status["conditions"], cond.PENDING)
-    assert pending is not None and pending["reason"] == "PodGroupPending"
-    assert "PodGroup j (volcano) is being created" in pending["message"]
+def test_a_volcano_gang_whose_pod_group_is_being_created_is_not_pending_and_warns_of_nothing() -> None:
+    out = plan(make_job(worker=2), VOLCANO, None)
+    assert out.children["PodGroup"].create is not None
+    assert cond.find(out.status["conditions"], cond.PENDING) is None
+    assert [e for e in out.events if e.type == "Warning"] == []

@@ -62,6 +62,12 @@ def test_a_pod_the_scheduler_cannot_place_has_its_reason_and_message() -> None:
     assert pending.pod_problem(pod) == pending.PodProblem("j-worker-0", "Unschedulable", NO_PVC, scheduling=True)
 
 
+def test_a_pod_volcano_has_not_placed_reads_unschedulable_not_its_schedulable_reason() -> None:
+    pod = unschedulable(pods_for(make_job(worker=1))[0], "all nodes are unavailable", reason="Schedulable")
+    assert pending.pod_problem(pod).reason == "Unschedulable"
+    assert pending.summarize([pod]).message.startswith("1 pod(s) cannot be scheduled (Unschedulable): j-worker-0")
+
+
 @pytest.mark.parametrize("reason", ["ImagePullBackOff", "CreateContainerConfigError", "InvalidImageName",
                                     "CreateContainerError"])
 def test_a_container_the_kubelet_cannot_start_has_its_waiting_reason(reason: str) -> None:
