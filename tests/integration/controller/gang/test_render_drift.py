@@ -2,7 +2,8 @@
 
 Every example of manifests/examples/ (TensorFlowJobs) and a Kubeflow TFJob with a Master replica are
 `kubectl apply`-ed into a namespace watched by an operator run with network policy on or off and
-`--gang-scheduler` scheduler-plugins or none, and `render` with the same flags is run on the same
+`--gang-scheduler` none, scheduler-plugins or kubernetes (Kubernetes' own Workload and PodGroup,
+served by the local cluster's API server), and `render` with the same flags is run on the same
 files. The objects must be the same ones (kind and name, none missing, none extra), and every field
 render sets must hold the same value on the cluster. What only the API server can know or adds is
 not compared: uid, resourceVersion, creationTimestamp, managedFields, status, the owner reference
@@ -74,13 +75,15 @@ DEFAULTED = {
     "Pod": {".spec.dnsPolicy", ".spec.enableServiceLinks", ".spec.schedulerName", ".spec.securityContext",
             ".spec.terminationGracePeriodSeconds"},
     "Service": {".spec.internalTrafficPolicy", ".spec.sessionAffinity", ".spec.type"},
+    "PodGroup": {".spec.disruptionMode", ".spec.disruptionMode.single"},  # scheduling.k8s.io/v1beta1's default
 }
 JOB_KINDS = {"TensorFlowJob": "tensorflowjobs", "TFJob": "tfjobs"}
 POD_GROUP_APIS = {"scheduler-plugins": ("scheduling.x-k8s.io", "v1alpha1"),
-                  "volcano": ("scheduling.volcano.sh", "v1beta1")}
+                  "volcano": ("scheduling.volcano.sh", "v1beta1"),
+                  "kubernetes": ("scheduling.k8s.io", "v1beta1")}
 
 FLAGS = [pytest.param((policy, gang), id=f"network-policy-{policy}-{gang}")
-         for gang in ("none", "scheduler-plugins") for policy in ("on", "off")]
+         for gang in ("none", "scheduler-plugins", "kubernetes") for policy in ("on", "off")]
 FLAGS += [pytest.param((policy, "volcano"), id=f"network-policy-{policy}-volcano", marks=pytest.mark.tools)
           for policy in ("on", "off")]
 
@@ -128,7 +131,7 @@ def render(path: Path, flags: list[str]) -> list[dict[str, Any]]:
 def object_path(obj: dict[str, Any], name: str | None = None) -> str:
     group, _, version = obj["apiVersion"].rpartition("/")
     plural = {"Pod": "pods", "Service": "services", "NetworkPolicy": "networkpolicies",
-              "PodGroup": "podgroups"}[obj["kind"]]
+              "PodGroup": "podgroups", "Workload": "workloads"}[obj["kind"]]
     return resource_path(group, version, plural, obj["metadata"]["namespace"], name)
 
 
@@ -226,6 +229,8 @@ def names_on_cluster(api: Kube, namespace: str, gang: str) -> set[tuple[str, str
              ("NetworkPolicy", "networking.k8s.io", "v1", "networkpolicies")]
     if gang in POD_GROUP_APIS:
         kinds.append(("PodGroup", *POD_GROUP_APIS[gang], "podgroups"))
+    if gang == "kubernetes":  # the PodGroup is made from the job's scheduling Workload
+        kinds.append(("Workload", *POD_GROUP_APIS[gang], "workloads"))
     return {(kind, item["metadata"]["name"]) for kind, group, version, plural in kinds
             for item in api.list(resource_path(group, version, plural, namespace))["items"]}
 

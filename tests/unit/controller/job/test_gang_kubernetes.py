@@ -148,9 +148,10 @@ def test_a_tfjob_gets_a_workload_pointing_back_at_the_tfjob() -> None:
 
 def test_the_workload_is_declared_before_the_pod_group_and_only_under_kubernetes() -> None:
     kinds = [d.kind for d in declarations(ControllerOptions(gang_scheduler="kubernetes"))]
-    assert kinds == ["NetworkPolicy", "Workload", "PodGroup"]
-    assert [d.kind for d in declarations(ControllerOptions(gang_scheduler="volcano"))] == ["NetworkPolicy", "PodGroup"]
-    assert [d.kind for d in declarations(ControllerOptions())] == ["NetworkPolicy"]
+    assert kinds == ["Pod", "Service", "NetworkPolicy", "Workload", "PodGroup"]
+    assert [d.kind for d in declarations(ControllerOptions(gang_scheduler="volcano"))] == [
+        "Pod", "Service", "NetworkPolicy", "PodGroup"]
+    assert [d.kind for d in declarations(ControllerOptions())] == ["Pod", "Service", "NetworkPolicy"]
 
 
 def test_render_shows_the_workload_then_the_pod_group_then_the_pods() -> None:
