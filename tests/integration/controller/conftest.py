@@ -307,15 +307,20 @@ class KubeflowTfJobs(TfJobs):
         return to_model_status(self.stored_status(name))
 
 
-@pytest.fixture
-def tfjobs(api: Kube, namespace: str, cluster: Any, operator: Operator, crd_scheme: CrdScheme,
-           job_kind: str) -> TfJobs:
-    """The driver of the test's kind of job, with the cluster's CRDs set for it."""
+def jobs_driver(api: Kube, namespace: str, cluster: Any, crd_scheme: CrdScheme, job_kind: str) -> TfJobs:
+    """The driver of a kind of job, the cluster's CRDs set for it."""
     if job_kind == "TFJob":
         crd_scheme.use("kubeflow")
         return KubeflowTfJobs(api, namespace, cluster)
     crd_scheme.use("default")
     return TfJobs(api, namespace, cluster)
+
+
+@pytest.fixture
+def tfjobs(api: Kube, namespace: str, cluster: Any, operator: Operator, crd_scheme: CrdScheme,
+           job_kind: str) -> TfJobs:
+    """The driver of the test's kind of job, with the cluster's CRDs set for it."""
+    return jobs_driver(api, namespace, cluster, crd_scheme, job_kind)
 
 
 @pytest.fixture

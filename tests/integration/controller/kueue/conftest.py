@@ -32,7 +32,7 @@ from controller.kueue import protocol as kq
 from devcluster.cluster import Cluster
 from devcluster.kueue import Kueue
 from kube import ApiError, Kube, resource_path
-from tests.integration.controller.conftest import CrdScheme, KubeflowTfJobs, TfJobs
+from tests.integration.controller.conftest import CrdScheme, TfJobs, jobs_driver
 from tests.support.polling import wait_for
 from tfjob_api.timeutil import format_time, utcnow
 
@@ -221,11 +221,7 @@ def kueue_queue(kueue: Kueue, kueue_api: Kube, kueue_flavors: Flavors, tensorflo
 @pytest.fixture
 def kind_jobs(api: Kube, namespace: str, cluster: Any, crd_scheme: CrdScheme, job_kind: str) -> TfJobs:
     """The driver of the test's kind, the cluster's CRDs set for it (before the operators are arranged)."""
-    if job_kind == "TFJob":
-        crd_scheme.use("kubeflow")
-        return KubeflowTfJobs(api, namespace, cluster)
-    crd_scheme.use("default")
-    return TfJobs(api, namespace, cluster)
+    return jobs_driver(api, namespace, cluster, crd_scheme, job_kind)
 
 
 @pytest.fixture

@@ -1,16 +1,20 @@
 """Jobs submitted on a MultiKueue manager run on its worker, for both kinds: no pod ever on the
-manager, the manager's job shows the worker's status (Running, then Succeeded with its replica
+manager (a watch on the manager's pods, from before the job is submitted to the end of the test), the manager's job shows the worker's status (Running, then Succeeded with its replica
 statuses), `kubectl tfjob` on the manager says where it runs and reads its logs on the worker, and
 deleting it on the manager deletes the worker's copy and its pods."""
 
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator
 from typing import Any
+
+import pytest
 
 from controller.kueue import protocol as kq
 from controller.kueue.multikueue import CONTROLLER_NAME, PREBUILT_WORKLOAD_LABEL
 from kube import resource_path
+from tests.integration.controller.chaos.watching import PodWatch
 from tests.support.jobs import DEVCLUSTER_IMAGE, container, devcluster_role, tfjob
 from tests.support.kubeflow import devcluster_replica, tfjob_manifest
 from tests.support.polling import wait_for
@@ -18,6 +22,19 @@ from tfjobs.cli import Console, main
 
 REQUESTS = {"cpu": "1", "memory": "1Gi"}
 LOG_ANNOTATION = "sim.tensorflowjob.kubeflow.org/log"  # what the simulated container writes
+
+
+@pytest.fixture
+def manager_pods(mk: Any) -> Iterator[PodWatch]:
+    """Every pod of the test's namespace on the manager, as it appears (there must never be one)."""
+    watch = PodWatch(mk.manager.api, mk.namespace).start()
+    yield watch
+    watch.stop()
+
+
+def no_pod_ever(watch: PodWatch) -> None:
+    watch.assert_healthy()
+    assert [story.name for story in watch.pods()] == [], "a pod appeared on the manager"
 
 
 def tensorflowjob_path(namespace: str, name: str | None = None) -> str:
@@ -72,7 +89,7 @@ def describe_on_manager(mk: Any, name: str, kind: str) -> str:
     return out
 
 
-def run_to_success(mk: Any, path: str, role: str) -> None:
+def run_to_success(mk: Any, path: str, role: str, manager_pods: PodWatch) -> None:
     wait_for(lambda: condition(mk.manager.get(path), "Running"), 120, "the manager's job to show Running")
     worker_copy = mk.worker.get(path)
     assert worker_copy is not None and worker_copy["metadata"]["labels"].get(PREBUILT_WORKLOAD_LABEL)
@@ -84,9 +101,10 @@ def run_to_success(mk: Any, path: str, role: str) -> None:
     assert replica_statuses(final)[role].get("succeeded") == 1, final.get("status")
     assert final["status"].get("startTime") and final["status"].get("completionTime"), final["status"]
     assert mk.manager.pods(mk.namespace) == []
+    no_pod_ever(manager_pods)
 
 
-def test_a_tensorflowjob_runs_on_the_worker_under_its_prebuilt_workload(mk: Any) -> None:
+def test_a_tensorflowjob_runs_on_the_worker_under_its_prebuilt_workload(mk: Any, manager_pods: PodWatch) -> None:
     path = submit_tensorflowjob(mk, "dispatched", exit_after="8s")
     wait_for(lambda: mk.worker.pods(mk.namespace), 120, "the job's pod on the worker")
     worker_copy = mk.worker.get(path) or {}
@@ -95,12 +113,12 @@ def test_a_tensorflowjob_runs_on_the_worker_under_its_prebuilt_workload(mk: Any)
     [owner] = workload["metadata"]["ownerReferences"]
     assert (owner["kind"], owner["uid"], owner["controller"]) == ("TensorFlowJob", worker_copy["metadata"]["uid"], True)
     assert "managedBy" not in worker_copy["spec"]
-    run_to_success(mk, path, "worker")
+    run_to_success(mk, path, "worker", manager_pods)
 
 
-def test_a_tfjob_runs_on_the_worker(mk: Any) -> None:
+def test_a_tfjob_runs_on_the_worker(mk: Any, manager_pods: PodWatch) -> None:
     path = submit_tfjob(mk, "dispatched", exit_after="8s")
-    run_to_success(mk, path, "Worker")
+    run_to_success(mk, path, "Worker", manager_pods)
 
 
 def test_logs_are_read_on_the_worker_and_the_manager_says_where(mk: Any) -> None:
@@ -112,10 +130,11 @@ def test_logs_are_read_on_the_worker_and_the_manager_says_where(mk: Any) -> None
     assert "dispatched by MultiKueue to worker cluster worker" in err, err
 
 
-def test_deleting_the_managers_job_deletes_the_workers_copy_and_its_pods(mk: Any) -> None:
+def test_deleting_the_managers_job_deletes_the_workers_copy_and_its_pods(mk: Any, manager_pods: PodWatch) -> None:
     path = submit_tensorflowjob(mk, "deleted", exit_after=None)
     wait_for(lambda: condition(mk.manager.get(path), "Running"), 120, "the manager's job to show Running")
     assert mk.worker.pods(mk.namespace) and mk.manager.pods(mk.namespace) == []
     mk.manager.api.delete(path, propagation="Background")
     wait_for(lambda: mk.worker.get(path) is None, 60, "the worker's copy to be deleted")
     wait_for(lambda: mk.worker.pods(mk.namespace) == [], 60, "the worker's pods to be deleted")
+    no_pod_ever(manager_pods)
