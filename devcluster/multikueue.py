@@ -25,7 +25,10 @@ This module starts them and wires them up as Kueue's MultiKueue set-up guide doe
 
 What runs on a worker: MultiKueue copies the manager's Workload there, then the job (without its
 `managedBy`, labelled `kueue.x-k8s.io/prebuilt-workload-name`); the worker's operator (a TensorFlowJob)
-or Kueue's TFJob controller (a TFJob) adopts that Workload, and the worker's Kueue admits it.
+or Kueue's TFJob controller (a TFJob) adopts that Workload, and the worker's Kueue admits it. A worker
+started with `frameworks=WORKER_FRAMEWORKS_TFJOB_OFF` runs Kueue without its TFJob integration, so its
+operator (`--kueue-tfjob=auto` reads the published Configuration) queues TFJobs and adopts their
+Workloads too; the manager always keeps the integration, where Kueue's TFJob adapter lives.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ API_VERSION = f"{GROUP}/v1beta2"
 CONTROLLER_NAME = f"{GROUP}/multikueue"
 TFJOB_FRAMEWORK = "kubeflow.org/tfjob"
 FRAMEWORKS = (*DEFAULT_FRAMEWORKS, TFJOB_FRAMEWORK)
+WORKER_FRAMEWORKS_TFJOB_OFF = DEFAULT_FRAMEWORKS
 EXTERNAL_FRAMEWORK = "TensorFlowJob.v1.kubeflow.org"
 ADMISSION_CHECK = "multikueue"
 CONFIG_NAME = "multikueue"
@@ -171,10 +175,13 @@ def _established(cluster: Cluster, name: str) -> bool:
                for c in (crd.get("status") or {}).get("conditions") or [])
 
 
-def start_kueue(cluster: Cluster, manager: bool, workload_concurrency: int | None = None) -> Kueue:
-    """Install the job CRDs and start the cluster's Kueue (a `ManagerKueue` on the manager)."""
+def start_kueue(cluster: Cluster, manager: bool, workload_concurrency: int | None = None,
+                frameworks: tuple[str, ...] = FRAMEWORKS) -> Kueue:
+    """Install the job CRDs and start the cluster's Kueue (a `ManagerKueue` on the manager) with the
+    built-in `frameworks`: a worker started with `WORKER_FRAMEWORKS_TFJOB_OFF` leaves TFJobs to the
+    operator (the manager keeps Kueue's TFJob integration, where its built-in MultiKueue adapter lives)."""
     install_job_crds(cluster)
-    kueue = (ManagerKueue if manager else Kueue)(cluster, frameworks=FRAMEWORKS)
+    kueue = (ManagerKueue if manager else Kueue)(cluster, frameworks=frameworks)
     if isinstance(kueue, ManagerKueue):
         kueue.workload_concurrency = workload_concurrency
     kueue.stop()  # leftovers of a crashed run in this folder

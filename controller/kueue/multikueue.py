@@ -20,6 +20,10 @@ cluster and runs it on a *worker* cluster. For a TensorFlowJob it goes through i
   garbage collection of worker objects finds the job, and the operator's Workload cache finds the
   Workload by the job's UID), and from then on it is the job's Workload like any other -- except that
   it is never replaced: one that no longer matches the job is finished (`OutOfSync`), as Kueue does.
+  A TFJob's copy is dispatched by Kueue's built-in Kubeflow adapter (so the manager keeps Kueue's
+  TFJob integration); it comes here when the worker's operator queues TFJobs (that integration off
+  on the worker), and its prebuilt Workload, made by the manager's integration, names its podSets by
+  replica type: `copy_matches` reads them as roles.
 
 The pure rules are functions here; `MultiKueueGate` extends `controller.kueue.gate.KueueGate` with
 the reads and writes (the gate serves both sides; a cluster that is neither sees no difference).
@@ -33,7 +37,7 @@ from typing import Any
 import structlog
 
 from controller.kueue import protocol as kueue
-from controller.kueue import topology
+from controller.kueue import tfjobs, topology
 from controller.kueue.gate import Decision, KueueGate
 from kube import ApiError, Kube
 from kube.clock import Clock
@@ -92,6 +96,17 @@ def adoption_patch(workload: Mapping[str, Any], job: Mapping[str, Any]) -> dict[
                          "ownerReferences": [*references, owner_reference(job)]}}
 
 
+def copy_matches(job: Mapping[str, Any], workload: Mapping[str, Any]) -> bool:
+    """Whether the adopted prebuilt Workload still describes the worker's copy. A TFJob's Workload comes
+    from Kueue's TFJob integration on the manager, its podSets named by replica type (`master` for the
+    model's `chief`): it is read by role, and the copy's suspend flag is left to admission, as the gate
+    reads the Workloads it makes itself (`controller.kueue.tfjobs`)."""
+    if tfjobs.is_tfjob(job):
+        job = tfjobs.run_by_admission(job)
+        workload = tfjobs.as_roles(workload, job)
+    return kueue.workload_matches(job, workload)
+
+
 def placement(workload: Mapping[str, Any] | None) -> str:
     """The worker cluster a dispatched job runs on, as the manager's Workload says (`status.clusterName`,
     set once a worker reserved quota); '' while it is not placed."""
@@ -121,7 +136,7 @@ class MultiKueueGate(KueueGate):
             return super().before_plan(job)
         adopted_workload = self.workload_of(job["metadata"]["uid"])
         if adopted_workload is not None:
-            stale = not kueue.workload_matches(job, adopted_workload)
+            stale = not copy_matches(job, adopted_workload)
             if stale and not _terminal(job) and not kueue.admission(adopted_workload).finished:
                 # Never replaced (it is the manager's): finished, as Kueue's own job reconciler does.
                 self._patch_status(adopted_workload, kueue.finish_status(

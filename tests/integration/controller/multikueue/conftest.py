@@ -6,6 +6,9 @@
   (devcluster/multikueue.py). Everything is stopped at the end of the session.
 * `mk` (per test): a namespace of its own on both clusters, with on each a ClusterQueue and the
   LocalQueue `lq` -- on the manager carrying the MultiKueue admission check, on the worker the quota.
+* `tfjob_off_worker` (session) and `mk_off` (per test): a worker whose Kueue runs without its TFJob
+  integration (the operator queues TFJobs there), the manager dispatching to it alone through the
+  admission check `tfjob-off`.
 * `second_worker` (session) and `mk2` (per test): a third cluster, and the manager dispatching to
   both workers through the admission check `two-workers`, each worker with quota for one job.
 """
@@ -33,6 +36,7 @@ from tests.support.polling import wait_for
 
 LOG_TAIL_LINES = 40
 TWO_WORKERS = "two-workers"
+TFJOB_OFF = "tfjob-off"
 
 
 @dataclass
@@ -63,13 +67,14 @@ class Pair:
     worker: Side
 
 
-def _start(name: str, folder: Path, manager: bool, stack: contextlib.ExitStack) -> Side:
+def _start(name: str, folder: Path, manager: bool, stack: contextlib.ExitStack,
+           frameworks: tuple[str, ...] = multikueue.FRAMEWORKS) -> Side:
     cluster = Cluster(folder)
     atexit.register(cluster.down)
     stack.callback(atexit.unregister, cluster.down)
     stack.callback(cluster.down)
     cluster.up(nodes=2, pod_logs=not manager)  # no pod on a manager: no logs to write there
-    kueue = multikueue.start_kueue(cluster, manager=manager)
+    kueue = multikueue.start_kueue(cluster, manager=manager, frameworks=frameworks)
     stack.callback(kueue.stop)
     operator = Operator(str(cluster.kubeconfig), f"multikueue-{name}").start()
     stack.callback(operator.stop)
@@ -155,12 +160,31 @@ def mk2(multikueue_pair: Pair, second_worker: Side, request: pytest.FixtureReque
                           TWO_WORKERS)
 
 
+@pytest.fixture(scope="session")
+def tfjob_off_worker(multikueue_pair: Pair, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Side]:
+    """A worker whose Kueue has its TFJob integration off (its operator, on `--kueue-tfjob=auto`, queues
+    TFJobs itself), and the manager's MultiKueueConfig and AdmissionCheck `tfjob-off` naming it alone."""
+    with contextlib.ExitStack() as stack:
+        worker = _start(TFJOB_OFF, tmp_path_factory.mktemp("mk-tfjob-off"), False, stack,
+                        frameworks=multikueue.WORKER_FRAMEWORKS_TFJOB_OFF)
+        multikueue.connect(multikueue_pair.manager.cluster, {TFJOB_OFF: worker.cluster}, TFJOB_OFF)
+        wait_for(lambda: _active(multikueue_pair.manager, "admissionchecks", TFJOB_OFF), 60,
+                 f"AdmissionCheck {TFJOB_OFF} Active")
+        yield worker
+
+
+@pytest.fixture
+def mk_off(multikueue_pair: Pair, tfjob_off_worker: Side, request: pytest.FixtureRequest) -> Iterator[Mk]:
+    """The manager and the worker without Kueue's TFJob integration, with quota for four one-CPU jobs."""
+    yield from _namespace(request, multikueue_pair.manager, [tfjob_off_worker], "4", TFJOB_OFF)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
     if report.when == "call" and report.failed:
         funcargs = getattr(item, "funcargs", {})
-        pair = funcargs.get("mk") or funcargs.get("mk2")
+        pair = funcargs.get("mk") or funcargs.get("mk2") or funcargs.get("mk_off")
         if isinstance(pair, Mk):
             for side in (pair.manager, *pair.workers):
                 report.sections.append((f"{side.name} kueue log", side.kueue.logs(tail=LOG_TAIL_LINES)))

@@ -12,11 +12,14 @@ from pytest_mock import MockerFixture
 
 from controller.kueue import multikueue as mk
 from controller.kueue import protocol as kueue
+from controller.kueue import tfjobs
 from controller.kueue.multikueue import MultiKueueGate
 from kube import Kube
 from kube.clock import FakeClock
 from tests.support.jobs import container, role, tfjob
+from tests.support.kubeflow import tfjob_manifest
 from tfjob_api.defaults import apply_defaults
+from tfjob_api.kubeflow_model import to_model
 
 NOW = datetime(2026, 12, 3, 12, 0, 0, tzinfo=UTC)
 PREBUILT = "tensorflowjob-j-abcde"
@@ -162,3 +165,33 @@ def test_a_prebuilt_workload_that_does_not_match_the_copy_is_finished_out_of_syn
     kube.delete.assert_not_called()
     kube.create.assert_not_called()
     assert decision.gate == ("WorkloadFinished", mk.OUT_OF_SYNC_MESSAGE)
+
+
+def tfjob_copy() -> dict[str, Any]:
+    """A worker's copy of a TFJob with a Master (the job model's chief), as MultiKueue creates it."""
+    replica = {"replicas": 1, "template": {"spec": {"containers": [
+        {"name": "tensorflow", "image": "tf", "resources": {"requests": {"cpu": "1"}}}]}}}
+    stored = tfjob_manifest("t", {"Master": replica, "Worker": {**replica, "replicas": 2}}, suspend=True,
+                            metadata={"namespace": "ns", "uid": "worker-uid", "labels": {
+                                kueue.QUEUE_LABEL: "lq", mk.PREBUILT_WORKLOAD_LABEL: PREBUILT}})
+    return to_model(stored)
+
+
+def tfjob_prebuilt_workload(copy: dict[str, Any]) -> dict[str, Any]:
+    """The manager's TFJob Workload (Kueue's integration: podSets `master`, `worker`), adopted by the copy."""
+    workload = tfjobs.for_tfjob(kueue.build_workload(copy), copy, "kubeflow.org/v1")
+    workload["metadata"].update(name=PREBUILT, resourceVersion="7")
+    workload["metadata"]["ownerReferences"] = [mk.owner_reference(copy)]
+    return workload
+
+
+def test_a_tfjob_copy_reads_its_prebuilt_workloads_replica_type_podsets_as_its_roles(kube: Mock) -> None:
+    copy = tfjob_copy()
+    workload = tfjob_prebuilt_workload(copy)
+    assert [p["name"] for p in workload["spec"]["podSets"]] == ["master", "worker"]
+    multi = MultiKueueGate(kube, lambda uid: workload if uid == "worker-uid" else None, lambda _name: None,
+                           FakeClock(wall=NOW), lambda _ns, _name: workload, queues_tfjobs=True)
+    decision = multi.before_plan(copy)
+    kube.patch.assert_not_called()  # not finished out of sync
+    kube.create.assert_not_called()
+    assert decision.gate is not None and decision.gate[0] == "WaitingForAdmission"
