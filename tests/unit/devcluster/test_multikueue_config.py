@@ -9,6 +9,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import yaml
+
+from controller.kueue import tfjobs
 from devcluster import multikueue
 from devcluster.kueue import Kueue
 
@@ -54,3 +57,10 @@ def test_the_managers_workload_concurrency_is_set_only_when_asked() -> None:
     assert "controller" not in multikueue.manager_configuration({})
     config = multikueue.manager_configuration({}, workload_concurrency=8)
     assert config["controller"] == {"groupKindConcurrency": {"Workload.kueue.x-k8s.io": 8}}
+
+
+def test_a_worker_started_without_kueues_tfjob_integration_leaves_tfjobs_to_the_operator(tmp_path: Path) -> None:
+    cluster: Any = SimpleNamespace(dir=tmp_path)
+    config = Kueue(cluster, bin_dir=tmp_path, frameworks=multikueue.WORKER_FRAMEWORKS_TFJOB_OFF).configuration(PORTS)
+    published = {"data": {tfjobs.CONFIG_KEY: yaml.safe_dump(config)}}  # as the operator's `auto` reads it
+    assert tfjobs.queues_tfjobs("auto", published)[0]
