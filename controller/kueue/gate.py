@@ -203,9 +203,11 @@ class KueueGate:
 
 
 def decide_tfjobs(kube: Kube, mode: tfjobs.Mode) -> bool:
-    """Whether the operator queues TFJobs itself (`--kueue-tfjob`); `auto` reads Kueue's ConfigMap."""
+    """Whether the operator queues TFJobs itself (`--kueue-tfjob`); `auto` reads Kueue's ConfigMap
+    when the operator may (asked first, so an install without that grant -- the shipped roles, a
+    namespaced install -- makes no refused call: its 403s mean a missing grant, checked by tests)."""
     config_map = None
-    if mode == "auto":
+    if mode == "auto" and may_read_kueue_config(kube):
         try:
             config_map = kube.get(resource_path("", "v1", "configmaps", tfjobs.CONFIG_NAMESPACE, tfjobs.CONFIG_MAP))
         except ApiError as error:
@@ -214,6 +216,19 @@ def decide_tfjobs(kube: Kube, mode: tfjobs.Mode) -> bool:
     queues, why = tfjobs.queues_tfjobs(mode, config_map)
     log.info("queueing TFJobs through " + ("the operator" if queues else "Kueue's TFJob integration"), why=why)
     return queues
+
+
+def may_read_kueue_config(kube: Kube) -> bool:
+    """Whether this operator's identity may read Kueue's ConfigMap: a SelfSubjectAccessReview, which
+    every authenticated account may create. An answer that cannot be had counts as no."""
+    review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview", "spec": {
+        "resourceAttributes": {"verb": "get", "resource": "configmaps", "namespace": tfjobs.CONFIG_NAMESPACE,
+                               "name": tfjobs.CONFIG_MAP}}}
+    try:
+        answer = kube.create("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", review)
+    except ApiError:
+        return False
+    return bool((answer.get("status") or {}).get("allowed"))
 
 
 def _terminal(job: Mapping[str, Any]) -> bool:

@@ -85,13 +85,30 @@ def test_a_bad_topology_annotation_holds_the_job_with_an_error_naming_it(kube: M
     assert "spec.worker.template.metadata.annotations" in decision.gate[1]
 
 
+def allowed(kube: Mock, allowed: bool) -> None:
+    """The API server's answer to the operator's access review."""
+    kube.create.return_value = {"status": {"allowed": allowed}}
+
+
 @pytest.mark.parametrize("status", [403, 404])
 def test_a_kueue_configuration_the_operator_cannot_read_leaves_tfjobs_to_kueue(kube: Mock, status: int) -> None:
+    allowed(kube, True)
     kube.get.side_effect = ApiError(status)
     assert decide_tfjobs(kube, "auto") is False
 
 
+def test_without_the_grant_auto_leaves_tfjobs_to_kueue_and_makes_no_refused_read(kube: Mock) -> None:
+    allowed(kube, False)
+    assert decide_tfjobs(kube, "auto") is False
+    kube.get.assert_not_called()
+    [review] = kube.create.call_args_list
+    assert review.args[0] == "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+    assert review.args[1]["spec"]["resourceAttributes"] == {
+        "verb": "get", "resource": "configmaps", "namespace": "kueue-system", "name": "kueue-manager-config"}
+
+
 def test_auto_reads_kueues_configmap_and_the_flag_reads_nothing(kube: Mock) -> None:
+    allowed(kube, True)
     kube.get.return_value = {"data": {tfjobs.CONFIG_KEY: "integrations:\n  frameworks: [batch/job]\n"}}
     assert decide_tfjobs(kube, "auto") is True
     assert kube.get.call_args.args[0] == "/api/v1/namespaces/kueue-system/configmaps/kueue-manager-config"
