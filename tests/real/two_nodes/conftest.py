@@ -1,7 +1,9 @@
 """Fixtures for the real-node scenarios that need two real nodes: the session's cluster has two
 (`real-node-0` and `real-node-1`, each a kubelet with its own containerd, one pod network between
 them) and no fake node; everything else (namespace, kubectl, the operator) is tests/real/conftest.py's,
-built on this `real_cluster` instead of the one-node one.
+built on this `real_cluster` instead of the one-node one. The two nodes share the host's network
+namespace, so one CoreDNS, one kube-proxy and one kube-router serve both; kube-router enforces
+NetworkPolicies for `real-node-0`'s pods only (it polices the pods of the node it is started for).
 
 Only one cluster with real nodes can run on a machine at a time (devcluster/realnodes.py `claim`), so
 these tests never share a pytest session with the one-node tests: they are marked `real_two_nodes`, and
