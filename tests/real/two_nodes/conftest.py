@@ -35,7 +35,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session")
 def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """A cluster with two real nodes and no fake one, the TensorFlow image in both, the CRD installed."""
-    cluster = Cluster(tmp_path_factory.mktemp("real-devcluster-two-nodes"))
+    # A short folder name: the kubelet's sockets live under it, and a unix socket's path has at most 107
+    # bytes (`real-devcluster-two-nodes` made the kubelet's pod-resources socket 113 long: it exited).
+    cluster = Cluster(tmp_path_factory.mktemp("real-2nodes"))
     atexit.register(cluster.down)
     try:
         started = time.monotonic()
