@@ -5,8 +5,8 @@ the one stuck terminating and recreates it on the other node, uncounted, and the
 The job is the parameter-server example with two changes, both in this test: where its pods go (the
 chief and the parameter server on `real-node-0`, the two workers on different nodes), so that the lost
 node takes exactly one worker with it; and 80 epochs instead of 30, so that the node's loss and the
-repair (about a minute and a half: the node's grace period, the eviction, the pod's grace period and
-the operator's force-delete delay) fall inside training. A lost worker costs the chief only the steps
+repair (about 70 s: the node's grace period, the eviction, the pod's grace period and the
+operator's force-delete delay) fall inside training. A lost worker costs the chief only the steps
 it had in flight: the chief keeps its state (and its checkpoints, on the volume both nodes share) and
 runs every epoch once."""
 
