@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install binaries scheduler-plugins volcano real-node-deps real-binaries images helm argo prometheus test test-real test-tools unit lint run bench chaos clean tf-heartbeat
+.PHONY: install binaries scheduler-plugins volcano real-node-deps real-binaries images helm argo prometheus test test-real test-real-two-nodes test-tools unit lint run bench chaos clean tf-heartbeat
 
 # Two distributions from this repository: the operator (.) and the user tools it builds on (client/).
 $(VENV)/.installed: setup.cfg pyproject.toml client/setup.cfg
@@ -77,10 +77,16 @@ prometheus:
 	bash devcluster/install-prometheus.sh
 
 # Every scenario on real nodes: each example trains real TensorFlow, repairs, scaling, stall probes,
-# log following, NetworkPolicy, the operator in-cluster (about 25 min warm on two cores).
+# log following, NetworkPolicy, the operator in-cluster (about 25 min warm on two cores); then, in a
+# pytest run of its own (one cluster with real nodes at a time), the scenarios on two real nodes.
 test-real: install binaries real-node-deps real-binaries images
 	$(BIN)/python -m devcluster.images build --only operator
-	$(BIN)/pytest tests/real -m "not tools"
+	$(BIN)/pytest tests/real -m "not tools and not real_two_nodes"
+	$(BIN)/pytest tests/real -m real_two_nodes
+
+# The scenarios that need two real nodes (a node lost under training) on their own.
+test-real-two-nodes: install binaries real-node-deps real-binaries images
+	$(BIN)/pytest tests/real -m real_two_nodes
 
 run: install binaries
 	$(BIN)/tfjob-devcluster demo

@@ -4,6 +4,7 @@ the one bridge, the settings this machine kind needs, DNS that never asks outsid
 from __future__ import annotations
 
 import ipaddress
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from devcluster.components import canonical
 from devcluster.realnode_config import (
     DNS_ADDRESS,
     NETWORK,
+    RealNode,
     cni_conflist,
     containerd_config,
     corefile,
@@ -104,3 +106,26 @@ def test_each_kubelet_keeps_its_pods_logs_in_its_own_folder(tmp_path: Path) -> N
     ports = {"kubelet-0": 1, "kubelet-0-healthz": 2, "kubelet-1": 3, "kubelet-1-healthz": 4}
     folders = {kubelet_config(node, ports, tmp_path / "ca.crt")["podLogsDir"] for node in (first, second)}
     assert len(folders) == 2 and all(folder.startswith(str(tmp_path)) for folder in folders)
+
+
+def test_two_real_nodes_on_one_host_share_no_folder_socket_or_port_their_kubelets_and_runtimes_use(
+        tmp_path: Path) -> None:
+    planned = nodes(2, tmp_path)
+    ports = {name: number for number, name in enumerate(port_names(2), start=10250)}
+
+    def used(node: RealNode) -> set[str]:
+        runtime = tomllib.loads(containerd_config(node))
+        cri = runtime["plugins"]["io.containerd.grpc.v1.cri"]
+        kubelet = kubelet_config(node, ports, tmp_path / "ca.crt")
+        argv = kubelet_arguments(node, tmp_path / "kubelet", {}, taint=False)
+        flags = {arg.split("=", 1)[0]: arg.split("=", 1)[1] for arg in argv[1:]}
+        return {runtime["root"], runtime["state"], runtime["grpc"]["address"], runtime["ttrpc"]["address"],
+                cri["cni"]["conf_dir"], cni_conflist(node, "10.96.0.0/16")["plugins"][0]["ipam"]["dataDir"],
+                f"{kubelet['address']}:{kubelet['port']}", f"healthz:{kubelet['healthzPort']}",
+                kubelet["containerRuntimeEndpoint"], kubelet["tlsCertFile"], kubelet["volumePluginDir"],
+                kubelet["podLogsDir"], flags["--root-dir"], flags["--hostname-override"], flags["--node-ip"],
+                flags["--kubeconfig"]}
+
+    first, second = (used(node) for node in planned)
+    assert len(first) == len(second) == 16
+    assert not first & second

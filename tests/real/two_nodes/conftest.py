@@ -1,0 +1,50 @@
+"""Fixtures for the real-node scenarios that need two real nodes: the session's cluster has two
+(`real-node-0` and `real-node-1`, each a kubelet with its own containerd, one pod network between
+them) and no fake node; everything else (namespace, kubectl, the operator) is tests/real/conftest.py's,
+built on this `real_cluster` instead of the one-node one. The two nodes share the host's network
+namespace, so one CoreDNS, one kube-proxy and one kube-router serve both; kube-router enforces
+NetworkPolicies for `real-node-0`'s pods only (it polices the pods of the node it is started for).
+
+Only one cluster with real nodes can run on a machine at a time (devcluster/realnodes.py `claim`), so
+these tests never share a pytest session with the one-node tests: they are marked `real_two_nodes`, and
+`make test-real` runs them in a pytest run of their own after the others.
+"""
+
+from __future__ import annotations
+
+import atexit
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from devcluster.cluster import Cluster
+from tests.real.conftest import prepare
+from tests.real.costs import record
+
+HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if HERE in Path(str(item.path)).resolve().parents:
+            item.add_marker(pytest.mark.real_two_nodes)
+
+
+@pytest.fixture(scope="session")
+def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """A cluster with two real nodes and no fake one, the TensorFlow image in both, the CRD installed."""
+    # A short folder name: the kubelet's sockets live under it, and a unix socket's path has at most 107
+    # bytes (`real-devcluster-two-nodes` made the kubelet's pod-resources socket 113 long: it exited).
+    cluster = Cluster(tmp_path_factory.mktemp("real-2nodes"))
+    atexit.register(cluster.down)
+    try:
+        started = time.monotonic()
+        cluster.up(nodes=0, real_nodes=2, pod_logs=False, timeout=600)
+        record("cluster up with two real nodes (binaries built or reused)", time.monotonic() - started)
+        prepare(cluster)
+        yield cluster
+    finally:
+        cluster.down()
+        atexit.unregister(cluster.down)
