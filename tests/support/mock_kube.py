@@ -3,6 +3,7 @@ the job at the next resourceVersion and the status it was sent (as the status su
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 from unittest.mock import Mock
 
@@ -11,11 +12,17 @@ from pytest_mock import MockerFixture
 from kube import Kube
 
 
-def mock_kube(mocker: MockerFixture, job: dict[str, Any]) -> Mock:
+def status_patching_kube(mocker: MockerFixture, make_job: Callable[[], dict[str, Any]]) -> Mock:
+    """A client whose patch answers with a fresh `make_job()` at the next resourceVersion and the status sent."""
     client = mocker.Mock(spec=Kube)
+    client.patch.side_effect = lambda path, body, **_: {**make_job(), "status": body.get("status", {}),
+                                                         "metadata": {**make_job()["metadata"], "resourceVersion": "11"}}
+    return client
+
+
+def mock_kube(mocker: MockerFixture, job: dict[str, Any]) -> Mock:
+    client = status_patching_kube(mocker, lambda: job)
     client.create.side_effect = lambda path, body: body
-    client.patch.side_effect = lambda path, body, **_: {**job, "status": body.get("status", {}),
-                                                         "metadata": {**job["metadata"], "resourceVersion": "11"}}
     return client
 
 

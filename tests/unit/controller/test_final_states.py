@@ -14,10 +14,11 @@ from pytest_mock import MockerFixture
 from controller.job.kinds import TENSORFLOWJOB
 from controller.job.plan import PlanInputs, plan_job
 from controller.reconciler import Reconciler, RequeueError
-from kube import ApiError, Kube
+from kube import ApiError
 from kube.clock import FakeClock
 from tests.support.caches import FakeCaches
 from tests.support.jobs import pods_for, role, tfjob
+from tests.support.mock_kube import status_patching_kube
 from tfjob_api.defaults import apply_defaults
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
@@ -47,10 +48,7 @@ def test_a_finished_job_without_pods_plans_none_whatever_its_spec_says(state: st
 
 @pytest.fixture
 def kube(mocker: MockerFixture) -> Mock:
-    client = mocker.Mock(spec=Kube)
-    client.patch.side_effect = lambda path, body, **_: {**make_job(), "status": body["status"],
-                                                         "metadata": {**make_job()["metadata"], "resourceVersion": "11"}}
-    return client
+    return status_patching_kube(mocker, make_job)
 
 
 def succeeding_chief(job: dict[str, Any]) -> list[dict[str, Any]]:

@@ -14,10 +14,11 @@ from pytest_mock import MockerFixture
 from controller.job.builders import build_service
 from controller.job.kinds import TENSORFLOWJOB
 from controller.reconciler import SLOW_START_INITIAL_BATCH, STALE_CACHE_WAIT, Reconciler, RequeueError
-from kube import ApiError, Kube
+from kube import ApiError
 from kube.clock import FakeClock
 from tests.support.caches import FakeCaches
 from tests.support.jobs import pods_for, role, tfjob
+from tests.support.mock_kube import status_patching_kube
 from tfjob_api.defaults import apply_defaults
 from tfjob_api.timeutil import format_time
 
@@ -43,10 +44,7 @@ def owned_service(job: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.fixture
 def kube(mocker: MockerFixture) -> Mock:
-    client = mocker.Mock(spec=Kube)
-    client.patch.side_effect = lambda path, body, **_: {**make_job(), "status": body["status"],
-                                                         "metadata": {**make_job()["metadata"], "resourceVersion": "11"}}
-    return client
+    return status_patching_kube(mocker, make_job)
 
 
 def reconciler(kube: Mock, caches: FakeCaches, now: datetime = NOW) -> Reconciler:

@@ -13,9 +13,10 @@ from pytest_mock import MockerFixture
 from controller.job.progress import Target
 from controller.memory import JobMemory
 from controller.reconciler import Reconciler, RequeueError
-from kube import ApiError, Kube
+from kube import ApiError
 from kube.clock import FakeClock
 from tests.support.caches import FakeCaches
+from tests.support.mock_kube import status_patching_kube
 from tests.unit.controller.test_reconciler import NOW, make_job, owned_service, running_pods
 
 TARGET = Target("ns", "j", "j-worker-0", 8090, 30.0)
@@ -23,10 +24,7 @@ TARGET = Target("ns", "j", "j-worker-0", 8090, 30.0)
 
 @pytest.fixture
 def kube(mocker: MockerFixture) -> Mock:
-    client = mocker.Mock(spec=Kube)
-    client.patch.side_effect = lambda path, body, **_: {**make_job(), "status": body["status"],
-                                                         "metadata": {**make_job()["metadata"], "resourceVersion": "11"}}
-    return client
+    return status_patching_kube(mocker, make_job)
 
 
 def settle(kube: Mock, job: dict[str, Any]) -> tuple[Reconciler, FakeCaches]:
