@@ -99,6 +99,13 @@ def train_step(manifest: str, workers: int = 2, timeout: str = "24h", namespace:
         units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
         return sum(float(number) * units[unit] for number, unit in parts)
 
+    printing = threading.Lock()
+
+    def say(*parts: object) -> None:
+        # The log follower prints from its own thread: one line at a time, never two run together.
+        with printing:
+            print(*parts, flush=True)
+
     limit = seconds(timeout)
     deadline = time.monotonic() + limit
 
@@ -111,23 +118,23 @@ def train_step(manifest: str, workers: int = 2, timeout: str = "24h", namespace:
         try:
             with TfJobClient.connect(namespace=job_namespace) as reader:
                 for line in reader.logs(name, follow=True, timeout=left(),
-                                        on_error=lambda message: print("warning:", message, flush=True)):
-                    print(f"[{line.prefix}] {line.text}", flush=True)
+                                        on_error=lambda message: say("warning:", message)):
+                    say(f"[{line.prefix}] {line.text}")
         except Exception as error:  # the logs are a courtesy: the wait decides the step
-            print(f"warning: stopped following the logs of {name}: {error}", flush=True)
+            say(f"warning: stopped following the logs of {name}: {error}")
 
     shown: list[Progress] = []
 
     def show(progress: Progress) -> None:
         if not progress.same_as(shown[-1] if shown else None):
-            print(f"{progress.name}: {progress.state or 'Pending'}, restarts {progress.restarts}"
-                  + (f" - {progress.detail}" if progress.detail else ""), flush=True)
+            say(f"{progress.name}: {progress.state or 'Pending'}, restarts {progress.restarts}"
+                  + (f" - {progress.detail}" if progress.detail else ""))
             shown.append(progress)
 
     with TfJobClient.connect(namespace=namespace or None) as client:
         job = client.create_from_yaml(manifest, overrides={"worker.replicas": workers})
         name, job_namespace = job["metadata"]["name"], job["metadata"]["namespace"]
-        print(f"created TensorFlowJob {job_namespace}/{name}", flush=True)
+        say(f"created TensorFlowJob {job_namespace}/{name}")
         follower = None
         if follow_logs:
             follower = threading.Thread(target=print_logs, args=(name, job_namespace), daemon=True)
@@ -152,12 +159,12 @@ def train_step(manifest: str, workers: int = 2, timeout: str = "24h", namespace:
             raise TimeoutError(f"TensorFlowJob {job_namespace}/{name} did not meet {success_condition!r} within "
                                f"the step's timeout of {timeout}: it is {state}{why}{abandon(state)}") from timed_out
         except JobFailed as failed:
-            print(f"TensorFlowJob {name} failed: {failed}{abandon(failed.state)}", flush=True)
+            say(f"TensorFlowJob {name} failed: {failed}{abandon(failed.state)}")
             raise
         finally:
             if follower is not None:  # the last lines of a finished job, within the deadline
                 follower.join(min(left(), 30.0))
-        print(f"TensorFlowJob {name} met {success_condition!r}", flush=True)
+        say(f"TensorFlowJob {name} met {success_condition!r}")
         return name
 
 
