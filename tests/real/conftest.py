@@ -61,12 +61,17 @@ def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         prepare(cluster)
         yield cluster
         return
-    cluster = Cluster(tmp_path_factory.mktemp("real-devcluster"))
+    yield from started_real_cluster(tmp_path_factory.mktemp("real-devcluster"), real_nodes=1)
+
+
+def started_real_cluster(folder: Path, real_nodes: int) -> Iterator[Cluster]:
+    """A cluster of `real_nodes` real nodes and no fake one in `folder`, prepared, stopped afterwards."""
+    cluster = Cluster(folder)
     atexit.register(cluster.down)
     try:
         started = time.monotonic()
-        cluster.up(nodes=0, real_nodes=1, pod_logs=False, timeout=600)
-        record("cluster up with one real node (binaries built or reused)", time.monotonic() - started)
+        cluster.up(nodes=0, real_nodes=real_nodes, pod_logs=False, timeout=600)
+        record(f"cluster up with {real_nodes} real node(s) (binaries built or reused)", time.monotonic() - started)
         prepare(cluster)
         yield cluster
     finally:

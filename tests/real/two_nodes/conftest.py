@@ -12,16 +12,13 @@ these tests never share a pytest session with the one-node tests: they are marke
 
 from __future__ import annotations
 
-import atexit
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from devcluster.cluster import Cluster
-from tests.real.conftest import prepare
-from tests.real.costs import record
+from tests.real.conftest import started_real_cluster
 
 HERE = Path(__file__).resolve().parent
 
@@ -37,14 +34,4 @@ def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """A cluster with two real nodes and no fake one, the TensorFlow image in both, the CRD installed."""
     # A short folder name: the kubelet's sockets live under it, and a unix socket's path has at most 107
     # bytes (`real-devcluster-two-nodes` made the kubelet's pod-resources socket 113 long: it exited).
-    cluster = Cluster(tmp_path_factory.mktemp("real-2nodes"))
-    atexit.register(cluster.down)
-    try:
-        started = time.monotonic()
-        cluster.up(nodes=0, real_nodes=2, pod_logs=False, timeout=600)
-        record("cluster up with two real nodes (binaries built or reused)", time.monotonic() - started)
-        prepare(cluster)
-        yield cluster
-    finally:
-        cluster.down()
-        atexit.unregister(cluster.down)
+    yield from started_real_cluster(tmp_path_factory.mktemp("real-2nodes"), real_nodes=2)
