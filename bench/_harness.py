@@ -42,7 +42,7 @@ from typing import Any, TypeVar
 
 from bench._measure import RequestKey, apiserver_requests, metric_value, operator_requests
 from devcluster.cluster import Cluster, ClusterError
-from devcluster.ports import free_port
+from devcluster.ports import free_ports, release
 from kube import ApiError, Kube, resource_path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -278,24 +278,29 @@ class OperatorProcess:
 
     def __init__(self, kubeconfig: str | os.PathLike[str], log_path: Path, args: Sequence[str],
                  profile_dir: Path | None = None, profile_name: str = "operator") -> None:
-        self.metrics_port = free_port()
-        self.health_port = free_port()
+        self.metrics_port = self.health_port = 0  # picked when it starts (devcluster/ports.py)
         self.log_path = log_path
         entry = ["-m", "controller.process.cli"]
         if profile_dir is not None:
             profile_dir.mkdir(parents=True, exist_ok=True)
             entry = ["-m", "bench._sampler", str(profile_dir / profile_name), "--", *entry]
-        self.argv = [sys.executable, *entry, "run", "--kubeconfig", str(kubeconfig),
-                     "--metrics-addr", f"127.0.0.1:{self.metrics_port}",
-                     "--health-addr", f"127.0.0.1:{self.health_port}", "--log-format", "json", *args]
+        self.head = [sys.executable, *entry, "run", "--kubeconfig", str(kubeconfig)]
+        self.tail_args = ["--log-format", "json", *args]
         self.process: subprocess.Popen[bytes] | None = None
         self.started_at = 0.0
+
+    @property
+    def argv(self) -> list[str]:
+        return [*self.head, "--metrics-addr", f"127.0.0.1:{self.metrics_port}",
+                "--health-addr", f"127.0.0.1:{self.health_port}", *self.tail_args]
 
     @property
     def pid(self) -> int:
         return self.process.pid if self.process is not None else 0
 
     def start(self) -> OperatorProcess:
+        release([p for p in (self.metrics_port, self.health_port) if p])
+        self.metrics_port, self.health_port = free_ports(["metrics", "health"]).values()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log_file:
             self.started_at = time.monotonic()

@@ -29,14 +29,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
-from . import processes
+from . import ports, processes
 from .binaries import BUILD_SCRIPT, read_versions
 from .cluster import Cluster
 from .crds import install_crds
-from .ports import free_ports
 from .state import JsonState
 
 LOG_TAIL_LINES = 30
+STARTS = 3  # attempts at a start whose ports were taken between the pick and the bind
 """How many of each log's last lines an error about a failed start carries."""
 
 
@@ -227,15 +227,26 @@ class HostAddon(ABC, Generic[StateT]):
 
     def start(self, timeout: float = 120.0) -> None:
         """Install what the add-on needs, write its configuration, start its processes and wait until
-        they are ready. A no-op when all run. On failure they are stopped again."""
+        they are ready. A no-op when all run. On failure they are stopped again; a start that lost one
+        of its ports (picked now, every start) to another process is retried on new ones."""
         if self.is_running():
             return
         self.stop(grace=0)  # one of them may have died: start all afresh
         bin_dir = self._bin_dir or self.build.find()
         self.dir.mkdir(parents=True, exist_ok=True)
-        state = self._state = self.state_type(bin_dir=str(bin_dir), pids={}, ports={})
         self._install()
-        state.ports = free_ports(self.port_names)
+        for attempt in range(1, STARTS + 1):
+            try:
+                self._start_once(bin_dir, timeout)
+                return
+            except Exception:
+                lost = any(ports.lost_port_race(self.logs(binary, tail=LOG_TAIL_LINES)) for binary in self.binaries)
+                if attempt == STARTS or not lost:
+                    raise
+
+    def _start_once(self, bin_dir: Path, timeout: float) -> None:
+        state = self._state = self.state_type(bin_dir=str(bin_dir), pids={}, ports={})
+        state.ports = ports.free_ports(self.port_names, holder=ports.this_process(self.state_file))
         commands = self._prepare(state)
         environment = self._environment()
         try:
@@ -268,5 +279,6 @@ class HostAddon(ABC, Generic[StateT]):
             return
         for binary, pid in self._state.pids.items():
             processes.stop(pid, Path(self._state.bin_dir) / binary, timeout=grace)
+        ports.release(self._state.ports.values())
         self.state_file.unlink(missing_ok=True)
         self._state = None

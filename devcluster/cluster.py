@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import processes, realnodes
+from . import component_ports, ports, processes, realnodes
 from .api import ApiClient, ApiError, admin_client, etcd_call, probe_https
 from .binaries import find_bin_dir, find_real_bin_dir
 from .components import (
@@ -43,7 +43,7 @@ from .components import (
 )
 from .host import advertise_address, etcd_data_dir
 from .pki import CLIENTS, make_pki, write_kubeconfig
-from .ports import free_ports
+from .ports import Holder
 from .realnode_config import GATEWAY, node_components, port_names
 from .state import NODE_MONITOR_GRACE_SECONDS, ClusterState, Layout, default_dir
 
@@ -137,6 +137,9 @@ class Cluster:
         """A standard-library client authenticated as the admin."""
         return admin_client(self.layout, self.state)
 
+    def _port_holder(self) -> Holder:  # the state file holds the cluster's ports from `up` to `down`
+        return ports.this_process(self.layout.state_file)
+
     def is_running(self, component: str) -> bool:
         component = canonical(component)
         if self._state is None:
@@ -209,7 +212,7 @@ class Cluster:
             bin_dir=str(resolved_bin_dir),
             advertise_address=address,
             etcd_data_dir=str(etcd_data_dir(self.dir)),
-            ports=free_ports(PORTS + port_names(real_nodes)),
+            ports=ports.free_ports(PORTS + port_names(real_nodes), holder=self._port_holder()),
             nodes=[f"kwok-node-{i}" for i in range(nodes)],
             node_ips={f"kwok-node-{i}": f"10.240.{i // 250}.{i % 250 + 1}" for i in range(nodes)},
             node_resources={"cpu": str(cpus), "memory": str(memory), "pods": str(pods),
@@ -261,6 +264,7 @@ class Cluster:
         for component in reversed(self.components):
             self.stop_component(component)
         realnodes.clean_up(self.layout, self._state)
+        ports.release(self._state.ports.values())
         data = Path(self._state.etcd_data_dir)
         if data.name.startswith("tfjob-devcluster-etcd-") or data == self.dir / "etcd-data":
             shutil.rmtree(data, ignore_errors=True)
@@ -268,19 +272,33 @@ class Cluster:
         self._state = None
 
     def start_component(self, name: str, wait: bool = True, timeout: float = 90.0) -> None:
-        """Start one component (no-op if it runs); with wait, block until it is healthy."""
+        """Start one component (no-op if it runs); with wait, block until it is healthy, and start again
+        on new ports when private ones were lost to another process (devcluster/component_ports.py)."""
         component = canonical(name)
-        if not self.is_running(component):
-            env = {**os.environ, "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
-            real = REAL_NODE_COMPONENT.fullmatch(component)
-            argv = (realnodes.command if real else command)(component, self.layout, self.state)
-            pid = processes.spawn(argv, self.layout.log(component), env)
-            self.state.pids[component] = pid
-            if Path(argv[0]) != Path(self.state.bin_dir) / component:
-                self.state.executables[component] = argv[0]
-            self.state.save(self.layout.state_file)
-        if wait:
-            self._wait({component: lambda: self._healthy(component)}, timeout)
+        for attempt in range(1, component_ports.STARTS + 1):
+            if not self.is_running(component):
+                self._spawn(component)
+            if not wait:
+                return
+            try:
+                self._wait({component: lambda: self._healthy(component)}, timeout)
+                return
+            except ClusterError:
+                if (attempt == component_ports.STARTS or self.is_running(component)
+                        or not component_ports.movable(component)
+                        or not ports.lost_port_race(self.logs(component, tail=30))):
+                    raise
+
+    def _spawn(self, component: str) -> None:
+        if not (real := REAL_NODE_COMPONENT.fullmatch(component)):  # PortTaken: a kept port is another's
+            self.state.ports.update(component_ports.claim(component, self.state.ports, self._port_holder()))
+        env = {**os.environ, "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
+        argv = (realnodes.command if real else command)(component, self.layout, self.state)
+        pid = processes.spawn(argv, self.layout.log(component), env)
+        self.state.pids[component] = pid
+        if Path(argv[0]) != Path(self.state.bin_dir) / component:
+            self.state.executables[component] = argv[0]
+        self.state.save(self.layout.state_file)
 
     def stop_component(self, name: str, grace: float = 5.0) -> None:
         """Stop one component by its recorded pid (its whole process group): SIGTERM, and

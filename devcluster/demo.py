@@ -32,7 +32,7 @@ import yaml
 
 from .api import ApiError
 from .cluster import Cluster, ClusterError
-from .ports import free_port
+from .ports import free_ports
 from .state import default_dir
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -101,8 +101,7 @@ class Demo:
         self.job_name = str(job["metadata"]["name"])
         self.operator_log = cluster.dir / "demo-operator.log"
         self.operator: subprocess.Popen[bytes] | None = None
-        self.health_port = free_port()
-        self.metrics_port = free_port()
+        self.health_port = self.metrics_port = 0  # picked when the operator starts
         self._deadline = 0.0
 
     # ---- the steps -------------------------------------------------------------------------------
@@ -166,6 +165,7 @@ class Demo:
     def start_operator(self) -> None:
         self.say("Starting the operator out of cluster (tfjob-operator run --kubeconfig ...) ...")
         self.ensure_namespace()
+        self.health_port, self.metrics_port = free_ports(["health", "metrics"]).values()
         command = [sys.executable, "-m", "controller.process.cli", "run", "--kubeconfig", str(self.cluster.kubeconfig),
                    "--metrics-addr", f"127.0.0.1:{self.metrics_port}",
                    "--health-addr", f"127.0.0.1:{self.health_port}",

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import yaml
 
-from devcluster.ports import free_port
+from devcluster.ports import free_port, lost_port_race, release
 from tests.support.jobs import devcluster_role
 from tests.support.polling import wait_for
 
@@ -35,6 +35,7 @@ MONITORING = ROOT / "manifests" / "monitoring"
 DASHBOARD = MONITORING / "tfjob-operator-dashboard.json"
 RULES = MONITORING / "tfjob-operator.rules.yaml"
 SCRAPE_JOB = "tfjob-operator-metrics"
+STARTS = 3
 ELECTION = ["--leader-elect", "--lease-duration", "4", "--renew-deadline", "3", "--retry-period", "0.5"]
 
 
@@ -42,7 +43,6 @@ class Prometheus:
     """A Prometheus server scraping one operator, its HTTP API on a free local port."""
 
     def __init__(self, binary: pathlib.Path, folder: pathlib.Path, target_port: int) -> None:
-        self.port = free_port()
         config = {
             "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
             "rule_files": [str(RULES)],
@@ -51,11 +51,19 @@ class Prometheus:
         }
         (folder / "prometheus.yml").write_text(yaml.safe_dump(config))
         self.log = folder / "prometheus.log"
-        with open(self.log, "wb") as log:
-            self.process = subprocess.Popen(
-                [str(binary), f"--config.file={folder / 'prometheus.yml'}", f"--storage.tsdb.path={folder / 'data'}",
-                 f"--web.listen-address=127.0.0.1:{self.port}"], stdout=log, stderr=subprocess.STDOUT)
-        wait_for(self.ready, 60, "Prometheus to be ready")
+        for attempt in range(1, STARTS + 1):  # a port picked free may be taken before Prometheus binds it
+            self.port = free_port()
+            with open(self.log, "wb") as log:
+                self.process = subprocess.Popen(
+                    [str(binary), f"--config.file={folder / 'prometheus.yml'}", f"--storage.tsdb.path={folder / 'data'}",
+                     f"--web.listen-address=127.0.0.1:{self.port}"], stdout=log, stderr=subprocess.STDOUT)
+            try:
+                wait_for(self.ready, 60, "Prometheus to be ready")
+                return
+            except AssertionError:
+                release([self.port])
+                if attempt == STARTS or not lost_port_race(self.log.read_text(errors="replace")):
+                    raise
 
     def ready(self) -> bool:
         if self.process.poll() is not None:
@@ -84,6 +92,7 @@ class Prometheus:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait(10)
+        release([self.port])
 
 
 @pytest.fixture(scope="module")
