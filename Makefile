@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install binaries scheduler-plugins volcano real-node-deps real-binaries images helm argo prometheus test test-real test-real-two-nodes test-tools unit lint run bench chaos clean tf-heartbeat
+.PHONY: install binaries kueue test-flakes scheduler-plugins volcano real-node-deps real-binaries images helm argo prometheus test test-real test-real-two-nodes test-tools unit lint run bench chaos clean tf-heartbeat
 
 # Two distributions from this repository: the operator (.) and the user tools it builds on (client/).
 $(VENV)/.installed: setup.cfg pyproject.toml client/setup.cfg
@@ -17,6 +17,10 @@ install: $(VENV)/.installed
 
 binaries:
 	bash devcluster/build-binaries.sh core
+
+# Kueue's manager and CRDs, which the Kueue tests run beside the local cluster.
+kueue:
+	bash devcluster/build-binaries.sh kueue
 
 # The gang scheduler the gang-scheduling tests run beside kube-scheduler: kubernetes-sigs
 # scheduler-plugins (Coscheduling) and its PodGroup controller, built into the cache outside the repo.
@@ -51,13 +55,26 @@ unit: install
 # The whole suite: lint, unit tests, integration tests against a local control plane that the test
 # session starts and stops itself (binaries built or reused from the cache), and the real-node
 # scenarios marked real_ci (real containers on a real node; the rest: `make test-real`).
+# The tests wait far more than they compute, so TEST_WORKERS pytest-xdist workers run them side by
+# side, each with a local cluster of its own; tests/conftest.py says how they are shared out.
 # The tests of Helm, Argo's CLI and the real gang schedulers are not part of it: all are built from
 # their Go modules (about 9, 7, 10 and 5 cold minutes on two idle cores, which a cold `make test`
 # cannot afford); `make test-tools` runs them. Of gang scheduling, `make test` runs the operator's
 # PodGroups against the real PodGroup CRD (downloaded in seconds) without the scheduler. Prometheus
 # and promtool (Debian's package, seconds) are, for the alert rules and the dashboard; so is the real kfp SDK (its own venv, under two minutes) for the pipeline example.
-test: install binaries real-node-deps real-binaries images prometheus lint
-	$(BIN)/pytest tests -m "(not real or real_ci) and not tools"
+TEST_WORKERS ?= 3
+PARALLEL := -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
+SUITE := -m "(not real or real_ci) and not tools"
+
+test: install binaries kueue real-node-deps real-binaries images prometheus lint
+	$(BIN)/pytest tests $(SUITE) $(PARALLEL)
+
+# Every test of `make test` (lint aside) FLAKE_RUNS times in a row, with another local cluster and a
+# CPU-bound process running beside them the whole time; reports every test that failed even once
+# (exit 1 if any did). hack/test_flakes.py says more.
+FLAKE_RUNS ?= 3
+test-flakes: install binaries kueue real-node-deps real-binaries images prometheus
+	$(BIN)/python hack/test_flakes.py --runs $(FLAKE_RUNS) -- tests $(SUITE) $(PARALLEL)
 
 # The Helm chart (lint, template, its drift against the kustomize install, install and upgrade on the
 # local cluster), the Argo example under Argo's own offline lint, and jobs placed by the real

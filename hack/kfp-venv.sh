@@ -13,6 +13,10 @@ KFP_VERSION=2.17.3
 VENV="${TFJOB_KFP_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/tfjob-operator/kfp-$KFP_VERSION-venv}"
 WANT="kfp==$KFP_VERSION"
 
+# Parallel test workers (and a second checkout) may ask at once: one creates it, the others wait.
+mkdir -p "$(dirname "$VENV")"
+exec 9>"$VENV.lock"
+flock 9
 if [ "$(cat "$VENV/.installed" 2>/dev/null || true)" != "$WANT" ]; then
   echo "kfp-venv: installing $WANT into $VENV" >&2
   "${PYTHON:-python3}" -m venv --clear "$VENV"

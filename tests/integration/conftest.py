@@ -62,6 +62,14 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         atexit.unregister(c.down)
 
 
+def restart_stopped_components(cluster: Cluster) -> None:
+    """Start again any component of the shared cluster that is not running (a test that stopped one
+    failed before starting it again, or it died): that test fails, the ones after it do not."""
+    for component in cluster.components:
+        if not cluster.is_running(component):
+            cluster.start_component(component)
+
+
 def _namespace_name(test_name: str) -> str:
     slug = re.sub(r"[^a-z0-9]+", "-", test_name.lower()).strip("-")[:40].strip("-")
     return f"{slug or 'test'}-{uuid.uuid4().hex[:6]}"
@@ -71,6 +79,7 @@ def _namespace_name(test_name: str) -> str:
 def namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
     """The name of a fresh namespace (with its `default` ServiceAccount), deleted afterwards
     without waiting for the deletion to finish."""
+    restart_stopped_components(cluster)
     name = _namespace_name(request.node.name)
     cluster.api.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     # The ServiceAccount admission plugin is on: pods need the default ServiceAccount,

@@ -150,6 +150,17 @@ def operator(cluster: Any, crd: None) -> Iterator[Operator]:
     process.stop()
 
 
+@pytest.fixture(autouse=True)
+def _session_operator_running(request: pytest.FixtureRequest) -> None:
+    """The shared operator, started afresh for a test that uses it if it is not running: it died, or a
+    test that stopped it could not start it again. That test's failure stays its own, not every later
+    test's."""
+    if "operator" in request.fixturenames:
+        shared = request.getfixturevalue("operator")
+        if isinstance(shared, Operator) and not shared.running():
+            shared.start()
+
+
 @pytest.fixture
 def no_session_operator() -> Iterator[None]:
     """Stop the shared operator for one test (which runs its own), and start it again afterwards.

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.locks import exclusive
 from tests.support.polling import wait_for
 
 SDK_VERSION = "kubeflow-training==1.9.*"
@@ -29,10 +30,11 @@ DRIVER = pathlib.Path(__file__).with_name("sdk_driver.py")
 def sdk_python() -> pathlib.Path:
     python = VENV / "bin" / "python"
     marker = VENV / ".installed"
-    if not marker.exists() or marker.read_text() != SDK_VERSION:
-        subprocess.run([sys.executable, "-m", "venv", "--clear", str(VENV)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "--quiet", SDK_VERSION], check=True, timeout=600)
-        marker.write_text(SDK_VERSION)
+    with exclusive(VENV.with_name(VENV.name + ".lock")):  # parallel workers: one creates it
+        if not marker.exists() or marker.read_text() != SDK_VERSION:
+            subprocess.run([sys.executable, "-m", "venv", "--clear", str(VENV)], check=True)
+            subprocess.run([str(python), "-m", "pip", "install", "--quiet", SDK_VERSION], check=True, timeout=600)
+            marker.write_text(SDK_VERSION)
     return python
 
 
