@@ -389,6 +389,15 @@ build_real() {
   echo "build-binaries: real done in $((SECONDS-start)) s -> $REAL_OUT"
 }
 
+# One build at a time into the cache: parallel test workers, or a second checkout, that ask for the
+# same binaries wait for the first build and then find them made.
+case "$WHAT" in
+  *dir) ;;
+  *) mkdir -p "${XDG_CACHE_HOME:-$HOME/.cache}/tfjob-operator"
+     exec 9>"${XDG_CACHE_HOME:-$HOME/.cache}/tfjob-operator/.build.lock"
+     flock 9 ;;
+esac
+
 case "$WHAT" in
   core) build_core ;;
   kueue) build_kueue ;;
