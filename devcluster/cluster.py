@@ -41,7 +41,7 @@ from .components import (
     command,
     write_kwok_config,
 )
-from .host import advertise_address, etcd_data_dir
+from .host import advertise_address, etcd_data_dir, raise_inotify_limits
 from .pki import CLIENTS, make_pki, write_kubeconfig
 from .ports import Holder
 from .realnode_config import GATEWAY, node_components, port_names
@@ -200,6 +200,7 @@ class Cluster:
         if self._state is not None and any(self.is_running(c) for c in COMPONENTS):
             raise ClusterError(f"a cluster is already running in {self.dir}; run down first")
         self.down()  # leftovers of a crashed run: stray processes, etcd data in /dev/shm
+        raise_inotify_limits()
         resolved_bin_dir = Path(bin_dir) if bin_dir else find_bin_dir()
         real_bin_dir = find_real_bin_dir() if real_nodes else None
         self.dir.mkdir(parents=True, exist_ok=True)

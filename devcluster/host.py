@@ -7,6 +7,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -48,3 +49,30 @@ def etcd_data_dir(cluster_dir: Path) -> Path:
     shutil.rmtree(path, ignore_errors=True)
     path.mkdir(mode=0o700)
     return path
+
+
+INOTIFY = Path("/proc/sys/fs/inotify")
+# Each cluster's processes hold about 15 inotify instances (certificate and config watchers), and
+# KWOK opens one more per followed log. Every process runs as the same user, whose default allowance
+# (128, or 1024 on some hosts) several clusters side by side (parallel test workers, MultiKueue, a
+# neighbour cluster) used up: Kueue then died at start and `kubectl logs -f` failed with "too many open
+# files". These are the values kind recommends for many clusters on one host.
+INOTIFY_LIMITS = {"max_user_instances": 8192, "max_user_watches": 524288}
+
+
+def raise_inotify_limits(folder: Path = INOTIFY) -> list[str]:
+    """Raise the per-user inotify limits to INOTIFY_LIMITS where they are lower and this process may
+    (root); a limit left lower is said on stderr, and returned."""
+    left = []
+    for name, wanted in INOTIFY_LIMITS.items():
+        path = folder / name
+        try:
+            if int(path.read_text()) >= wanted:
+                continue
+            path.write_text(str(wanted))
+        except (OSError, ValueError) as error:
+            left.append(f"fs.inotify.{name} is below {wanted} and could not be raised ({error}); "
+                        f"several local clusters at once may fail with 'too many open files'")
+    for line in left:
+        print(f"devcluster: {line}", file=sys.stderr)
+    return left

@@ -39,6 +39,7 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> Wheels:
     return build_wheels(tmp_path_factory.mktemp("wheels"))
 
 
+@pytest.mark.timeout(1800)  # two virtualenvs installed from the package index: minutes, more on a busy host
 def test_slow_installed_wheels_run_a_job_to_success_beside_the_official_client(
         wheels: Wheels, cluster: Any, crd: None, namespace: str, no_session_operator: None,
         tmp_path_factory: pytest.TempPathFactory) -> None:

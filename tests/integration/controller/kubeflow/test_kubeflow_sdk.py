@@ -56,7 +56,7 @@ def sdk(sdk_python: pathlib.Path, kubeflow_tfjobs: Any) -> Sdk:
 
 
 def test_the_sdk_creates_a_tfjob_and_waits_for_running_then_succeeded(sdk: Sdk) -> None:
-    assert sdk("create", "sdk-mnist", "2:8") == "created"
+    assert sdk("create", "sdk-mnist", "2:30") == "created"
     assert "Running" in sdk("wait", "sdk-mnist", "Running")
     assert sdk("succeeded", "sdk-mnist") is False
     assert "Succeeded" in sdk("wait", "sdk-mnist", "Succeeded")

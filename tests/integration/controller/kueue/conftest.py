@@ -71,11 +71,23 @@ def kueue(cluster: Cluster) -> Iterator[Kueue]:
         return
     atexit.register(manager.stop)
     try:
-        manager.start()
+        start_with_retries(manager)
         yield manager
     finally:
         manager.stop()
         atexit.unregister(manager.stop)
+
+
+def start_with_retries(manager: Kueue, attempts: int = 3) -> None:
+    """Start Kueue, again (on new ports) when a start fails: a session fixture that fails fails every
+    test that uses it, so a passing failure at start (a busy host) must not end the session's Kueue."""
+    for attempt in range(1, attempts + 1):
+        try:
+            manager.start()
+            return
+        except Exception:
+            if attempt == attempts:
+                raise
 
 
 @pytest.fixture(scope="session")
