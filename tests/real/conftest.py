@@ -15,6 +15,7 @@ from __future__ import annotations
 import atexit
 import os
 import re
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -53,7 +54,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 
 
 @pytest.fixture(scope="session")
-def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+def real_cluster() -> Iterator[Cluster]:
     """A cluster with one real node and no fake one, the TensorFlow image loaded, the CRD installed."""
     reuse = os.environ.get("TFJOB_REAL_DEVCLUSTER_DIR")  # a cluster started with `up --real-nodes 1 --nodes 0`
     if reuse:
@@ -61,7 +62,14 @@ def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         prepare(cluster)
         yield cluster
         return
-    yield from started_real_cluster(tmp_path_factory.mktemp("real-devcluster"), real_nodes=1)
+    yield from started_real_cluster(short_folder("real-devcluster"), real_nodes=1)
+
+
+def short_folder(name: str) -> Path:
+    """A fresh folder for a real cluster, directly under the temporary folder: the kubelet's unix sockets
+    live below it, and a socket's path may be at most 107 bytes, which pytest's own folders (deeper
+    still under parallel workers, `.../popen-gw2/...`) exceed."""
+    return Path(tempfile.mkdtemp(prefix=f"{name}-"))
 
 
 def started_real_cluster(folder: Path, real_nodes: int) -> Iterator[Cluster]:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from devcluster.cluster import Cluster
-from tests.real.conftest import started_real_cluster
+from tests.real.conftest import short_folder, started_real_cluster
 
 HERE = Path(__file__).resolve().parent
 
@@ -30,8 +30,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="session")
-def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+def real_cluster() -> Iterator[Cluster]:
     """A cluster with two real nodes and no fake one, the TensorFlow image in both, the CRD installed."""
-    # A short folder name: the kubelet's sockets live under it, and a unix socket's path has at most 107
-    # bytes (`real-devcluster-two-nodes` made the kubelet's pod-resources socket 113 long: it exited).
-    yield from started_real_cluster(tmp_path_factory.mktemp("real-2nodes"), real_nodes=2)
+    yield from started_real_cluster(short_folder("real-2nodes"), real_nodes=2)
