@@ -104,7 +104,7 @@ class KueueGate:
             return Decision(job, ("WaitingForAdmission", "the job changed; its Workload is being updated"),
                             workload)
         if not info.can_run:
-            return Decision(job, kueue.waiting_message(job, workload), workload)
+            return Decision(job, suspension.waiting_message(job, workload), workload)
         flavors = {name: self.flavor(name) for name in info.flavor_names}
         missing = [name for name, obj in flavors.items() if obj is None]
         if missing:

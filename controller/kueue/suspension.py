@@ -18,6 +18,7 @@ not clearing the admission alone, which Kueue would simply re-admit):
   written when the operator adopts it, dropped once the flag is false), so the user can still suspend
   the job later by setting the flag false and then true.
 * `new_workload(body, job)`: a job created suspended gets its Workload inactive from the start.
+* `waiting_message(job, workload)`: once reactivated, the job waits as any queued job, not as evicted.
 * `workload_patch(job, workload)`: one merge patch, or None, that adopts a Workload Kueue's TFJob
   integration left (drops its finalizer, marks its suspend flag as the queue's) and deactivates the
   Workload while the user suspends the job, marking it `DEACTIVATED` so that a resume reactivates it.
@@ -38,6 +39,8 @@ from tfjob_api.names import PREFIX
 PREBUILT_WORKLOAD_LABEL = f"{kueue.GROUP}/prebuilt-workload-name"
 DEACTIVATED = f"{PREFIX}/deactivated-by-suspend"
 """On a Workload the operator deactivated because its job's user suspended the job."""
+DEACTIVATED_REASON = "Deactivated"
+"""The reason of Kueue's Evicted condition for an inactive Workload (also `DeactivatedDueTo<cause>`)."""
 QUEUE_SUSPEND = f"{PREFIX}/suspend-set-by-kueue"
 """On an adopted TFJob's Workload: the TFJob's `runPolicy.suspend: true` was Kueue's TFJob integration's."""
 
@@ -116,3 +119,15 @@ def workload_patch(job: Mapping[str, Any], workload: Mapping[str, Any]) -> dict[
     if spec:
         patch["spec"] = spec
     return patch
+
+
+def waiting_message(job: Mapping[str, Any], workload: Mapping[str, Any]) -> tuple[str, str]:
+    """`protocol.waiting_message`, except for a Workload reactivated after a deactivation and not admitted
+    again yet: Kueue leaves its `Evicted` (reason `Deactivated`) True until the next admission, but the
+    job is simply queued again, so it waits as any queued job does, with Kueue's reason."""
+    info = kueue.admission(workload)
+    if is_active(workload) and info.evicted and info.eviction_reason.startswith(DEACTIVATED_REASON):
+        status = dict(workload.get("status") or {})
+        status["conditions"] = [c for c in status.get("conditions") or [] if c.get("type") != kueue.EVICTED]
+        workload = {**workload, "status": status}
+    return kueue.waiting_message(job, workload)

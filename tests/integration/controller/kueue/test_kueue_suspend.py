@@ -64,6 +64,17 @@ def wait_counts(jobs: Any, queue: Any, counts: tuple[int, int, int], what: str) 
                   f"now {queue_counts(jobs, queue)})")
 
 
+def wait_job(jobs: Any, job: dict[str, Any], check: Any, what: str, timeout: float = 60) -> None:
+    """wait_for(check), and on a timeout say where the job and its Workload stand."""
+    name = job["metadata"]["name"]
+    try:
+        jobs.wait_for(check, timeout, what)
+    except AssertionError as error:
+        workload = workload_of(jobs, job) or {}
+        raise AssertionError(f"{error}; Suspended: {jobs.condition(name, 'Suspended')}; Workload spec.active: "
+                             f"{(workload.get('spec') or {}).get('active')}, status: {workload.get('status')}") from None
+
+
 def suspended_reason(jobs: Any, name: str) -> str | None:
     condition = jobs.condition(name, "Suspended")
     return condition["reason"] if condition and condition["status"] == "True" else None
@@ -97,7 +108,7 @@ def test_resuming_requeues_the_job_and_runs_it_once_quota_is_free(jobs: Any, kue
     jobs.wait_pods("second", 2, timeout=60)
 
     jobs.patch("first", {"suspend": False})
-    jobs.wait_for(lambda: suspended_reason(jobs, "first") == "WaitingForAdmission", 60, "first to wait for quota")
+    wait_job(jobs, first, lambda: suspended_reason(jobs, "first") == "WaitingForAdmission", "first to wait for quota")
     wait_counts(jobs, kueue_queue, (1, 1, 1), "first queued again behind second")
     assert jobs.pods("first") == []
     jobs.exit_pod("second-worker-0", 0)

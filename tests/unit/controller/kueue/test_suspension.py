@@ -186,3 +186,16 @@ def test_the_gate_reactivates_the_workload_when_the_user_resumes_the_job(kube: M
     workload["metadata"]["resourceVersion"] = "6"
     gate(kube, workload).before_plan(job)
     assert kube.patch.call_args.args[1]["spec"] == {"active": True}
+
+
+def test_a_reactivated_workload_waits_for_quota_rather_than_reading_as_evicted() -> None:
+    job = queued_job()
+    workload = kueue.build_workload(job)
+    workload["status"] = {"conditions": [
+        {"type": "Evicted", "status": "True", "reason": "Deactivated", "message": "The workload is deactivated"},
+        {"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": "insufficient unused quota"},
+        {"type": "Requeued", "status": "True", "reason": "Reactivated", "message": "The workload was reactivated"}]}
+    assert suspension.waiting_message(job, workload) == (
+        "WaitingForAdmission", "waiting for quota in LocalQueue lq: insufficient unused quota")
+    still_inactive = {**workload, "spec": {**workload["spec"], "active": False}}
+    assert suspension.waiting_message(job, still_inactive)[0] == "Evicted"
