@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from controller.job.netpol import policy_name
 from controller.kueue import protocol as kq
 from controller.kueue import suspension, topology
 from kube import ApiError, Kube, resource_path
@@ -119,10 +120,22 @@ def running(jobs: TfJobs, name: str, workers: int) -> None:
     jobs.wait_condition(name, "Running", timeout=60)
 
 
+def assert_every_feature_applies(jobs: TfJobs, name: str) -> None:
+    """The running job has its NetworkPolicy and its gang (Kubernetes' own Workload), and its pods
+    share one rack by Kueue's topology assignment."""
+    api, namespace = jobs.api, jobs.namespace
+    assert api.get(resource_path("networking.k8s.io", "v1", "networkpolicies", namespace, policy_name(name)))
+    assert api.get(resource_path("scheduling.k8s.io", "v1beta1", "workloads", namespace, name))
+    nodes = [pod["spec"]["nodeName"] for pod in jobs.pods(name, include_terminating=False)]
+    racks = {api.get(resource_path("", "v1", "nodes", None, node))["metadata"]["labels"].get(RACK) for node in nodes}
+    assert len(racks) == 1 and None not in racks, (nodes, racks)
+
+
 def test_quota_follows_suspension_preemption_and_a_fail_job_rule_with_every_feature_on(
         jobs: TfJobs, queue: str) -> None:
     first = submit(jobs, "first", 2, "low")
     running(jobs, "first", 2)
+    assert_every_feature_applies(jobs, "first")
     submit(jobs, "second", 3, "low")  # 2 + 3 CPUs > 4: waits
     wait_counts(jobs, queue, (1, 1, 1), "first runs, second waits")
 
