@@ -27,7 +27,8 @@ root; the README's map stops at the packages):
   (`tfjob-operator convert`: a TFJob as the equivalent TensorFlowJob).
 * `kueue/` -- queueing with Kueue: `protocol` (the Workload protocol, pure), `topology` (Kueue's
   topology-aware scheduling: podSet topology requests, the topology gate, pure), `tfjobs` (who queues
-  Kubeflow TFJobs, and their Workloads' identity, pure), `gate` (what the reconciler consults
+  Kubeflow TFJobs, and their Workloads' identity, pure), `suspension` (a user's suspension of a
+  queued job: its Workload deactivated, pure), `gate` (what the reconciler consults
   before planning a queued job, and the Workload writes) and `multikueue` (a job dispatched by
   MultiKueue: its Workload kept on the manager, the prebuilt Workload adopted on a worker).
 * the control loop, here at the root, cut by reason to change: `options.ControllerOptions` (the
