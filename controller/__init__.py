@@ -12,9 +12,10 @@ root; the README's map stops at the packages):
   Service), `preview` (what `tfjob-operator render` shows, asked of the planner), `validation` (the
   CRD's schema plus what it cannot say), `podcache` (what the pod cache keeps of a pod, which updates
   matter), `mergepatch`; the failures: `failurepolicy` (what a failed pod means by the job's failure
-  rules), `failures` (the planner's failed pods: counts, budgets, retries) and `budgets` (per-role
-  restart budgets); and the production features of docs/production.md: `stall` (a role's stall
-  probes) and `stalled` (restarts they most likely caused), `progress` (which pod reports its training
+  rules), `failures` (the planner's failed pods: counts, budgets, retries), `budgets` (per-role
+  restart budgets) and `disruptions` (a disrupted member restarts the group, restartScope All);
+  and the production features of docs/production.md: `stall` (a role's stall probes)
+  and `stalled` (restarts they most likely caused), `progress` (which pod reports its training
   progress, and where it is read), `netpol` (the job's NetworkPolicy), `gang` (the gang scheduler's
   PodGroup and what the pods carry for it), `gang_schedulers` (what differs between Volcano,
   scheduler-plugins and Kubernetes' own) and `gang_workload` (the job's Workload under Kubernetes'
