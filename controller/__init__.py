@@ -49,8 +49,8 @@ root; the README's map stops at the packages):
   `metrics` (the controller's Prometheus metrics).
 * `progress/` -- training progress in a job's status (`spec.progress`): `poller` (reads `/progress`
   through the API server's pod proxy, on threads of its own), `book` (each job's latest report and
-  what its status should say), `estimate` (percent and ETA from the recent rate) and `status`
-  (`status.progress`, built from a valid report).
+  what its status should say), `estimate` (percent and ETA from the recent rate), `status`
+  (`status.progress`, built from a valid report) and `resume` (what an interruption cost: the steps lost).
 * `process/` -- the operator process: `cli` (`tfjob-operator run|render|validate|convert`), `app` (wiring
   and shutdown), `leader` (Lease election), `health` (the health server: /healthz, /readyz), `logs`, `profiles` (reading
   the `--profiles` file), `malloc` (fewer glibc malloc arenas, so resident memory stays flat after
