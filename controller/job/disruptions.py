@@ -23,9 +23,12 @@ its disruption replaces only itself. A member counts as disrupted when
   current TF_CONFIG (an empty slot beside stale pods is a scale-up, `plan._rescale`'s).
 
 The pods restarted are those still live (not deleted, not Succeeded) that were created before the
-disruption (creation times have whole seconds: a pod created in the very second of the disruption is
-taken for a replacement). That keeps a restart from feeding on itself: the replacements the restart
-brings are younger than every deletion that caused it. Pure: plain dicts in, a `GroupRestart` out.
+disruption: for a member being deleted, before its deletion was asked for (creation times have whole
+seconds: a pod created in the very second of the deletion is taken for a replacement). That keeps a
+restart from feeding on itself: the replacements the restart brings are younger than every deletion
+that caused it. A live disrupted member, or one gone unseen, restarts every live pod: the first is
+deleted by the restart itself, and the second is only looked for in a Running job, which a restart
+leaves Restarting until every pod runs again. Pure: plain dicts in, a `GroupRestart` out.
 """
 
 from __future__ import annotations
@@ -110,7 +113,8 @@ def group_restart(
     live = list(live)
     live_uids = {podstate.uid(p) for p in live}
     taken: list[str] = []
-    since: datetime | None = None
+    since: datetime | None = None  # the latest deletion asked for by someone else
+    now_too = False  # a live member disrupted, or one gone unseen: every live pod predates this pass
     for pod in pods:
         if not is_member(pod):
             continue
@@ -120,15 +124,17 @@ def group_restart(
                 continue
             if podstate.phase(pod) == "Failed" and not uncounted(pod):
                 continue
-            asked = now
+            now_too = True
+        else:
+            since = asked if since is None else max(since, asked)
         taken.append(f"{podstate.name(pod)} ({how(pod)})")
-        since = asked if since is None else max(since, asked)
     for missing in empty_slots:
         taken.append(f"{missing} (gone)")
-        since = now
-    if since is None:
+        now_too = True
+    if since is None and not now_too:
         return None
-    restart = tuple(p for p in live if podstate.phase(p) != "Succeeded" and _created_before(p, since))
+    restart = tuple(p for p in live if podstate.phase(p) != "Succeeded"
+                    and (now_too or since is None or _created_before(p, since)))
     if not restart:
         return None
     return GroupRestart(tuple(taken), restart)

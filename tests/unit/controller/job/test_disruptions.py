@@ -211,3 +211,10 @@ def test_plan_lets_a_rule_count_a_failed_evicted_pod() -> None:
     plan = run(job, pods)
     assert plan.status["restartCount"] == 1
     assert condition(plan, "Restarting")["reason"] == "PodFailurePolicy"
+
+
+def test_a_member_gone_unseen_restarts_peers_created_in_the_same_second() -> None:
+    job = make_job(worker=2, restartScope="All")
+    pods = [p for p in pods_for(job, creationTimestamp=format_time(NOW)) if p["metadata"]["name"] != "j-worker-1"]
+    found = group_restart(job["spec"], pods, live(pods), NOW + timedelta(milliseconds=300), empty_slots=["j-worker-1"])
+    assert found is not None and names(found.restart) == ["j-worker-0"]
