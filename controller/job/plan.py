@@ -17,6 +17,8 @@ Decisions where the design leaves room (documented in docs/design.md §4):
   `controller.job.failures`'s, a part of the draft this planner is built from.
 * A pod stuck terminating on a NotReady/unreachable node is force-deleted FORCE_DELETE_AFTER seconds
   past its deletionTimestamp (which already includes its grace period).
+* With restartScope All a disrupted member (evicted, preempted, deleted, lost) restarts every other
+  pod at once, uncounted, before its peers fail (`controller.job.disruptions`).
 
 The production features of docs/production.md are planned here too: the job's NetworkPolicy
 (`netpol`: create, patch or delete it), its gang scheduler's PodGroup (`gang`: created before the
