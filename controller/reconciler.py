@@ -234,7 +234,7 @@ class Reconciler:
                       for d in self.owned if d.rule is not None and d.kind in seen.owned}))
         # Training progress (spec.progress): read by the poller, merged here into what is written anyway.
         plan.status = self.memory.progress.follow(
-            key, job, progress_target({**job, "status": plan.status}, seen.pods), plan.status)
+            key, seen.planned, progress_target({**job, "status": plan.status}, seen.pods), plan.status, plan.events)
         ignored = kind.ignored_fields(stored, gang_scheduling=self.gang is not None)
         if ignored and cond.find((seen.planned.get("status") or {}).get("conditions") or [], cond.CREATED) is None:
             plan.events += [Event("Warning", "IgnoredField", note) for note in ignored]
