@@ -114,7 +114,9 @@ def test_of_two_jobs_that_fit_once_one_runs_whole_and_the_other_waits_whole_unti
 
 
 def test_without_a_gang_scheduler_the_same_two_jobs_are_placed_piecemeal(
-        tfjobs: TfJobs, gang_pool: Callable[..., GangPool]) -> None:
+        tfjobs: TfJobs, gang_pool: Callable[..., GangPool], pod_group_api: None) -> None:
+    """(The PodGroup API is installed for the check that none was made: on a worker of its own this test
+    must not rely on an earlier test having installed it.)"""
     pool = gang_pool(cpus=7, nodes=1)
     tfjobs.create("first", worker=gang_role(MEMBERS, pool))
     tfjobs.create("second", worker=gang_role(MEMBERS, pool))
