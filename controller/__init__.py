@@ -12,9 +12,10 @@ root; the README's map stops at the packages):
   Service), `preview` (what `tfjob-operator render` shows, asked of the planner), `validation` (the
   CRD's schema plus what it cannot say), `podcache` (what the pod cache keeps of a pod, which updates
   matter), `mergepatch`; the failures: `failurepolicy` (what a failed pod means by the job's failure
-  rules), `failures` (the planner's failed pods: counts, budgets, retries) and `budgets` (per-role
-  restart budgets); and the production features of docs/production.md: `stall` (a role's stall
-  probes) and `stalled` (restarts they most likely caused), `progress` (which pod reports its training
+  rules), `failures` (the planner's failed pods: counts, budgets, retries), `budgets` (per-role
+  restart budgets) and `disruptions` (a disrupted member restarts the group, restartScope All);
+  and the production features of docs/production.md: `stall` (a role's stall probes)
+  and `stalled` (restarts they most likely caused), `progress` (which pod reports its training
   progress, and where it is read), `netpol` (the job's NetworkPolicy), `gang` (the gang scheduler's
   PodGroup and what the pods carry for it), `gang_schedulers` (what differs between Volcano,
   scheduler-plugins and Kubernetes' own) and `gang_workload` (the job's Workload under Kubernetes'
@@ -27,7 +28,8 @@ root; the README's map stops at the packages):
   (`tfjob-operator convert`: a TFJob as the equivalent TensorFlowJob).
 * `kueue/` -- queueing with Kueue: `protocol` (the Workload protocol, pure), `topology` (Kueue's
   topology-aware scheduling: podSet topology requests, the topology gate, pure), `tfjobs` (who queues
-  Kubeflow TFJobs, and their Workloads' identity, pure), `gate` (what the reconciler consults
+  Kubeflow TFJobs, and their Workloads' identity, pure), `suspension` (a user's suspension of a
+  queued job: its Workload deactivated, pure), `gate` (what the reconciler consults
   before planning a queued job, and the Workload writes) and `multikueue` (a job dispatched by
   MultiKueue: its Workload kept on the manager, the prebuilt Workload adopted on a worker).
 * the control loop, here at the root, cut by reason to change: `options.ControllerOptions` (the
@@ -48,8 +50,8 @@ root; the README's map stops at the packages):
   `metrics` (the controller's Prometheus metrics).
 * `progress/` -- training progress in a job's status (`spec.progress`): `poller` (reads `/progress`
   through the API server's pod proxy, on threads of its own), `book` (each job's latest report and
-  what its status should say), `estimate` (percent and ETA from the recent rate) and `status`
-  (`status.progress`, built from a valid report).
+  what its status should say), `estimate` (percent and ETA from the recent rate), `status`
+  (`status.progress`, built from a valid report) and `resume` (what an interruption cost: the steps lost).
 * `process/` -- the operator process: `cli` (`tfjob-operator run|render|validate|convert`), `app` (wiring
   and shutdown), `leader` (Lease election), `health` (the health server: /healthz, /readyz), `logs`, `profiles` (reading
   the `--profiles` file), `malloc` (fewer glibc malloc arenas, so resident memory stays flat after

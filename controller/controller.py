@@ -78,7 +78,8 @@ class Controller:
         self.reconciler = Reconciler(kube, self.caches, options, memory=self.memory, recorder=recorder,
                                      metrics=metrics, clock=clock, kueue_gate=gate,
                                      owned_cache=self.caches.owned_cache, owned=self.caches.owned)
-        self.handlers = JobEventHandlers(self.caches, self.queue, self.memory, options.pod_batch_period)
+        self.handlers = JobEventHandlers(self.caches, self.queue, self.memory, options.pod_batch_period,
+                                         options.first_status_wait)
         self.handlers.wire()
         # Reads the progress of jobs with spec.progress through the API server's pod proxy (none: idle).
         self.progress_poller = ProgressPoller(

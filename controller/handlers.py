@@ -14,10 +14,20 @@ The rules of the routing, as client-go's sample-controller and Job controller ha
   event of the job within the period folds into one reconcile. A job's Service, NetworkPolicy or
   PodGroup arriving (almost always the one its reconcile just created) joins that batch; every event
   of a Kueue Workload goes in at once.
+* A pod the controller created arriving as created (still expected, Pending, no problem) wakes
+  nothing: the pass that created it counted it, and either wrote the status or left it for the
+  reconcile it asked for after the options' `first_status_wait` (`controller.reconciler`), which the
+  batch of the pods' last start brings forward -- so if they start by then, "Created" and "Running"
+  go out in one status write. The job's Service arriving while that status waits (or will: its pass
+  is still creating) waits as long, so that reconcile sees it.
 * Updates that change nothing the pod cache keeps, or only bind the pod, are dropped, as is the
   echo of our own status write (`JobMemory.wrote`); deletions, failures and disruptions go straight
   in, so repairs stay immediate. A node turning (not) Ready or going away enqueues the jobs with
   pods on it, and an event on a PodGroup (Volcano's reason for holding it) the job owning the group.
+* So are the steps of a pod on its way to running that change nothing its job's status says
+  (`podcache.changes_nothing_yet`: its containers being created; its start while a sibling is still
+  Pending -- the job cannot turn Running before the last one starts --), unless the job reads its
+  progress from a pod: the last start, or a problem, brings the one reconcile the starts need.
 * Handlers keep the job's memory in step: a pod seen lowers the creation expectation, a deletion
   seen lowers the deletion expectation, and a deleted job is forgotten (`JobMemory.forget`).
 """
@@ -28,7 +38,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from controller.caches import TFJOB_INFORMER, JobCaches, node_is_ready
-from controller.job import podcache
+from controller.job import podcache, progress
 from controller.job.gang_schedulers import GangScheduler
 from controller.job.kinds import TFJOB, kind_of_owner
 from controller.memory import JobMemory
@@ -44,11 +54,13 @@ class JobEventHandlers:
     handlers themselves, so a test can deliver an event by calling one."""
 
     def __init__(self, caches: JobCaches, queue: RateLimitingQueue[str], memory: JobMemory,
-                 pod_batch_period: float) -> None:
+                 pod_batch_period: float, first_status_wait: float = 0.0) -> None:
+        """The waits are `controller.options.ControllerOptions`' (the first status's no shorter than the batch)."""
         self.caches = caches
         self.queue = queue
         self.memory = memory
         self.pod_batch_period = pod_batch_period
+        self.first_status_wait = max(first_status_wait, pod_batch_period)
 
     def wire(self) -> None:
         """Register the handlers on every informer the caches run, and on those they start later
@@ -140,8 +152,14 @@ class JobEventHandlers:
         key = self.owner_key(pod)
         if key is None:
             return
-        self.memory.expectations.creation_observed(key, pod["metadata"]["name"])
-        self._enqueue_batched(key)
+        name = pod["metadata"]["name"]
+        # Our own create's pod, as created: the reconcile that created it counted it already, and wrote
+        # the status or comes back for it (`first_status_wait`). Any other arrival is batched.
+        echo = (name in self.memory.expectations.pending_creations(key) and podstate.phase(pod) == "Pending"
+                and not podstate.why_not_running(pod))
+        self.memory.expectations.creation_observed(key, name)
+        if not echo:
+            self._enqueue_batched(key)
 
     def pod_updated(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
         if old is new or podcache.same_projection(old, new) or podcache.only_bound(old, new):
@@ -153,15 +171,34 @@ class JobEventHandlers:
             if podstate.is_terminating(new):
                 self.memory.expectations.deletion_observed(key, new["metadata"].get("uid", ""))
             self.queue.add(key)
-        else:
+        elif not (podcache.changes_nothing_yet(old, new, self._siblings(new)) and not self._reports_progress(key)):
             self._enqueue_batched(key)
+
+    def _siblings(self, pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+        ref = controller_of(pod)
+        return self.caches.pods_of(str(ref.get("uid"))) if ref is not None else []
+
+    def _reports_progress(self, key: str) -> bool:
+        """Whether the job reads its training progress from a pod (`spec.progress`): where it is read
+        from changes when that pod starts, whatever its siblings do."""
+        job = self.caches.get_job(key)
+        return job is not None and progress.settings(job) is not None
 
     def child_created(self, obj: Mapping[str, Any]) -> None:
         """A job's Service or other owned object arriving is routine (almost always the one its reconcile
         just created): it joins the pods' batch instead of costing a reconcile of its own."""
         key = self.owner_key(obj)
-        if key is not None:
+        if key is None:
+            return
+        if self._status_may_wait(key):
+            self.queue.add_after(key, self.first_status_wait)
+        else:
             self._enqueue_batched(key)
+
+    def _status_may_wait(self, key: str) -> bool:
+        """Whether the job's status waits unwritten for its next reconcile, or will: its reconcile is
+        still creating pods (their creation is expected), and a pass that only creates defers it."""
+        return self.memory.has_deferred(key) or bool(self.memory.expectations.pending_creations(key))
 
     def child_added(self, obj: Mapping[str, Any]) -> None:
         key = self.owner_key(obj)

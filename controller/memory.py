@@ -146,6 +146,11 @@ class JobMemory:
         with self._lock:
             self._deferred[key] = _Deferred(str(job["metadata"].get("resourceVersion")), status)
 
+    def has_deferred(self, key: str) -> bool:
+        """Whether a status waits for the job's next reconcile (the event handlers let that wait)."""
+        with self._lock:
+            return key in self._deferred
+
     def take_deferred(self, key: str, job: Mapping[str, Any]) -> dict[str, Any] | None:
         """The status the last pass deferred, if the job has not changed since (a changed job is
         planned afresh from the server's status, as after a restart)."""

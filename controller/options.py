@@ -56,6 +56,10 @@ class ControllerOptions:
     # Not a flag: how long pod additions and routine pod updates wait, so one reconcile sees a job's
     # pods together (client-go's Job controller waits 1 s; half of that keeps "all Running" prompt).
     pod_batch_period: float = 0.5
+    # Not a flag: how long after a pass that only created pods its deferred status may wait for them
+    # to start (the batch of their last start brings it sooner): when they start by then, "Created"
+    # and "Running" go out in one status write; if not, "Created" with the pods' first state.
+    first_status_wait: float = 2.0
 
     @property
     def watch_nodes(self) -> bool:

@@ -24,10 +24,14 @@ class Outcome:
     deleted: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
     status_written: bool = False
-    status_deferred: bool = False  # left for the reconcile the created pods' events bring
+    status_deferred: bool = False  # left for the reconcile the pods' starts or `requeue_after` bring
     job_deleted: bool = False
     errors: list[str] = field(default_factory=list)
     retry_after: float | None = None  # the longest Retry-After among the errors
+
+    def requeue_in(self, seconds: float) -> None:
+        """Look again after `seconds` at the latest (the sooner of this and any requeue planned)."""
+        self.requeue_after = seconds if self.requeue_after is None else min(self.requeue_after, seconds)
 
     def server_asked_to_wait(self, error: ApiError) -> None:
         if error.retry_after:

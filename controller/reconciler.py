@@ -18,10 +18,9 @@ which is where every ordering rule below lives:
   and the endpoint controllers together;
 * then the status through the status subresource, only when it changed, as a merge patch guarded
   by the resourceVersion it was computed from -- except right after a pass that only created pods:
-  their own ADDED events bring the next reconcile within the pod batch period, and that one writes
-  the status (planned from the unwritten one, so its timestamps stand). In a burst this keeps the
-  status writes off the creation path, and when the pods run by then, "Created" and "Running" go
-  out as one write. The unwritten status lives only in memory: lost in a crash, it is recomputed;
+  the next reconcile (soon after they all start, or `first_status_wait` later) writes it, planned from
+  the unwritten one (so its timestamps stand): no status write on the creation path, and "Created"
+  and "Running" in one write when the pods run by then. Kept only in memory: lost in a crash, recomputed;
 * then events, and the job's own deletion when its TTL expired.
 
 What only the API server can tell is classified here (`classify`: invalid, a name held by an
@@ -139,7 +138,7 @@ class Reconciler:
         self.expectations = self.memory.expectations
         self.recorder = recorder
         self.metrics = metrics
-        self.cluster_domain = options.cluster_domain
+        self.cluster_domain, self.first_status_wait = options.cluster_domain, options.first_status_wait
         self.clock = clock
         self._pool = ThreadPoolExecutor(max_workers=options.create_parallelism, thread_name_prefix="create")
         self.gang = options.gang
@@ -234,7 +233,7 @@ class Reconciler:
                       for d in self.owned if d.rule is not None and d.kind in seen.owned}))
         # Training progress (spec.progress): read by the poller, merged here into what is written anyway.
         plan.status = self.memory.progress.follow(
-            key, job, progress_target({**job, "status": plan.status}, seen.pods), plan.status)
+            key, seen.planned, progress_target({**job, "status": plan.status}, seen.pods), plan.status, plan.events)
         ignored = kind.ignored_fields(stored, gang_scheduling=self.gang is not None)
         if ignored and cond.find((seen.planned.get("status") or {}).get("conditions") or [], cond.CREATED) is None:
             plan.events += [Event("Warning", "IgnoredField", note) for note in ignored]
@@ -327,6 +326,7 @@ class Reconciler:
         if self._may_defer_status(plan, outcome, acting.problems):
             self.memory.defer(seen.key, acting.job, plan.status)
             outcome.status_deferred = True
+            outcome.requeue_in(self.first_status_wait)  # unless the pods' last start brings it sooner
         elif self._write_status(seen.key, seen.kind, acting.job, acting.stored, plan.status,
                                 seen.cache_version) is not None:
             outcome.status_written = True

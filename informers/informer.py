@@ -6,7 +6,8 @@ them filling the same store; a relist replaces only its own namespace). Each ref
 own thread and delivers lists and events to the informer, which
 
 1. updates the store **first**, then
-2. calls every handler: `on_add(obj)`, `on_update(old, new)`, `on_delete(obj)`.
+2. calls every handler: `on_add(obj)`, `on_update(old, new)`, `on_delete(obj)`, added and updated
+   objects as the store keeps them (its transform applied, as to `old`).
 
 For a relist, vanished objects are delivered to `on_delete` as `DeletedFinalStateUnknown` (a dict
 holding the last known state), changed ones to `on_update`, new ones to `on_add`. Handlers run in
@@ -239,7 +240,10 @@ class SharedInformer:
                     if handler.on_delete is not None:
                         self._call(handler.on_delete, obj)
                 return
-            old = self.store.add(obj)
+            # Handlers get the object as the store keeps it (projected, slimmed), like `old`: an
+            # update filter comparing the two must never see one side in full.
+            obj = self.store.prepare(obj)
+            old = self.store.add(obj, prepared=True)
             for handler in self._handlers:
                 if old is None:
                     if handler.on_add is not None:

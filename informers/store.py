@@ -209,9 +209,10 @@ class Store:
 
     # --- writes ---------------------------------------------------------------------------------
 
-    def add(self, obj: KubeObject) -> KubeObject | None:
-        """Insert or replace `obj`; return the object it replaced, if any."""
-        obj = self.prepare(obj)
+    def add(self, obj: KubeObject, *, prepared: bool = False) -> KubeObject | None:
+        """Insert or replace `obj` (as `prepare` makes it, unless it is `prepared` already); return
+        the object it replaced, if any."""
+        obj = obj if prepared else self.prepare(obj)
         key = self._key_func(obj)
         with self._lock:
             old = self._items.get(key)

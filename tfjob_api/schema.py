@@ -470,6 +470,14 @@ def progress_status_schema() -> dict[str, Any]:
             "summary": text, "remaining": text, "metricsSummary": text, "reportedBy": text, "problem": text,
             "estimatedCompletionTime": {"type": "string", "format": "date-time"},
             "lastUpdateTime": {"type": "string", "format": "date-time"},
+            "lastResume": {
+                "type": "object",
+                "description": "The last time the training resumed after an interruption (its reporting pod "
+                "replaced or restarted): when, the first step it reported, the last step seen before, and "
+                "the steps lost between them.",
+                "properties": {"time": {"type": "string", "format": "date-time"}, "step": count,
+                               "stepBefore": count, "stepsLost": count},
+            },
         },
     }
 

@@ -2,7 +2,8 @@
 
 `kubectl describe tensorflowjob` shows the object and the job's events; the question a person
 training asks is different: *which pod is stuck, and why?* So this view lists the training's
-progress when the job reports it, every slot of every role (a slot without its pod says so), each
+progress when the job reports it (and when it last resumed after an interruption, from which step, and
+what that cost), every slot of every role (a slot without its pod says so), each
 pod's phase, node, restarts, TF_CONFIG task and age, then the problems in the words of whoever
 decided — the scheduler's message for a pending pod (`persistentvolumeclaim "data" not found`), the
 kubelet's for a waiting or failed container, the operator's for a job that cannot run (a quota, a
@@ -34,7 +35,7 @@ from tfjobs.jobview import (
     state_detail,
 )
 from tfjobs.tables import table
-from tfjobs.training import render_training, training
+from tfjobs.training import render_resume, render_training, training
 
 __all__ = ["EVENTS_SHOWN", "describe", "job_problems", "rule_text"]
 
@@ -148,6 +149,8 @@ def describe(job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], events: 
     progress = training(job, now)
     if progress is not None:
         lines.append(f"Training:     {render_training(progress, now)}")
+        if progress.resumed is not None:
+            lines.append(f"Resumed:      {render_resume(progress.resumed, now)}")
     lines.append("")
 
     found = (status.get("conditions") or [])

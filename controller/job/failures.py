@@ -41,8 +41,8 @@ class FailureHandling(PlanDraft):
         restart_all = self.spec.get("restartScope") == "All"
         for (role, _index), pods in sorted(self.observed.by_slot.items()):
             for pod in pods:
-                if podstate.is_terminating(pod) or podstate.uid(pod) in self.pending_deletes:
-                    continue
+                if podstate.is_terminating(pod) or podstate.uid(pod) in self.pending_deletes | self.deleting:
+                    continue  # being deleted: a pod restarted with its group for a disruption is never judged
                 if podstate.phase(pod) != "Failed":
                     continue
                 failure = failure_of(self.job, role, pod)

@@ -17,6 +17,8 @@ Decisions where the design leaves room (documented in docs/design.md §4):
   `controller.job.failures`'s, a part of the draft this planner is built from.
 * A pod stuck terminating on a NotReady/unreachable node is force-deleted FORCE_DELETE_AFTER seconds
   past its deletionTimestamp (which already includes its grace period).
+* With restartScope All a disrupted member (evicted, preempted, deleted, lost) restarts every other
+  pod at once, uncounted, before its peers fail (`controller.job.disruptions`).
 
 The production features of docs/production.md are planned here too: the job's NetworkPolicy
 (`netpol`: create, patch or delete it), its gang scheduler's PodGroup (`gang`: created before the
@@ -34,15 +36,16 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from controller.job import budgets, gang, netpol, pending
+from controller.job import budgets, disruptions, gang, netpol, pending
 from controller.job.builders import build_pod, build_service, desired_pod_keys
 from controller.job.children import ChildSituation, DeclaredChild, Step
 from controller.job.draft import Event, Plan
+from controller.job.failurepolicy import IGNORE, decide, failure_of
 from controller.job.failures import FailureHandling
 from controller.job.kinds import JobKind
 from controller.job.profiles import Profile
 from controller.job.validation import Problem, validate_job
-from tfconfig import ROLES, SerializedCluster, role_replicas
+from tfconfig import ROLES, SerializedCluster, pod_name, role_replicas
 from tfjob_api import conditions as cond
 from tfjob_api import podstate
 from tfjob_api.names import role_selector
@@ -170,6 +173,7 @@ class _Planner(FailureHandling):
         self._handle_terminating()
         if self._succeeded():
             return
+        self._group_restart()
         if self._failures():
             return
         self._rescale()
@@ -285,6 +289,37 @@ class _Planner(FailureHandling):
                 self.delete(pod, "NodeNotReady", force=True)
             else:
                 self.out.requeue_in(remaining)
+
+    # ---- a disrupted member restarts the group (restartScope All) ------------------------------------
+
+    def _group_restart(self) -> None:
+        """Delete every live pod of the job, uncounted, when one of its members was disrupted and the
+        job asks for restartScope All (`controller.job.disruptions`)."""
+        if self.spec.get("restartScope") != "All":
+            return
+        found = disruptions.group_restart(self.spec, self.observed.all(), self.live_pods(), self.now,
+                                          empty_slots=self._vanished_members(), uncounted=self._uncounted)
+        if found is None:
+            return
+        for pod in found.restart:
+            self.delete(pod, "Disrupted")
+        self._restarting("Disrupted", found.message(self.kind, self.name))
+
+    def _vanished_members(self) -> list[str]:
+        """Member pods missing from a Running job whose live members have the current TF_CONFIG."""
+        if not cond.is_true(self.conditions, cond.RUNNING):
+            return []
+        live = [p for p in self.live_pods() if disruptions.is_member(p)]
+        if not live or any(podstate.cluster_hash(p) != self._cluster.hash for p in live):
+            return []
+        return [pod_name(self.name, role, index) for role, index in desired_pod_keys(self.job)
+                if role in disruptions.MEMBER_ROLES and not self.observed.by_slot.get((role, index))]
+
+    def _uncounted(self, pod: Mapping[str, Any]) -> bool:
+        """Whether a failed pod's failure is a disruption no failure rule claims."""
+        role = (podstate.slot(pod) or ("", 0))[0]
+        decision = decide(self.spec, failure_of(self.job, role, pod))
+        return decision.action == IGNORE and decision.rule is None
 
     # ---- success -------------------------------------------------------------------------------
 

@@ -4,8 +4,8 @@ A pod's JSON is mostly spec the controller never reads back (images, env with TF
 so the pod informer stores a projection of it: exactly what the predicates of `tfjob_api.podstate` read.
 A field they start reading must be kept here, and `tests/unit/controller/job/test_podcache.py`
 checks that a projected pod reads exactly like the full one. The update filters (`same_projection`,
-`only_bound`, `is_urgent_change`) decide from two projections whether an update can change a plan
-and whether it should wait for a short batch. Pure.
+`only_bound`, `is_urgent_change`, `changes_nothing_yet`) decide from two projections whether an
+update can change a plan and how soon it should be looked at. Pure.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from informers.store import share_strings, slim
-from tfjob_api.podstate import is_disrupted, is_terminating, node_name, phase, waiting_problem
+from tfjob_api.podstate import is_disrupted, is_terminating, node_name, phase, waiting_problem, why_not_running
 
 # What `project` keeps of status.conditions[] and status.containerStatuses[].
 _CONDITION_TYPES = ("DisruptionTarget",)
@@ -96,3 +96,25 @@ def is_urgent_change(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     if phase(new) != phase(old) and phase(new) in ("Failed", "Succeeded"):
         return True
     return is_disrupted(new) and not is_disrupted(old)
+
+
+
+def changes_nothing_yet(old: Mapping[str, Any], new: Mapping[str, Any], siblings: list[Mapping[str, Any]]) -> bool:
+    """Whether the update only moved the pod along its way to running, changing nothing its job's
+    plan reads: the pod stays Pending, or starts while another live pod of its job is still Pending,
+    and neither before nor after has a problem to report (`why_not_running`; only its status
+    changed). A Pending pod and a Running one are both active, and the job cannot turn Running
+    before its last pod starts, whose event then brings the reconcile: a job's pods go through their
+    starts one by one, and each step would otherwise cost a reconcile that changes nothing. (Where
+    a job reads its training progress from does change when that pod starts: the caller checks.)"""
+    if old.get("spec") != new.get("spec") or why_not_running(old) or why_not_running(new):
+        return False
+    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+    if any(old_meta.get(k) != new_meta.get(k) for k in (old_meta.keys() | new_meta.keys()) - {"resourceVersion"}):
+        return False
+    if phase(old) != "Pending" or phase(new) not in ("Pending", "Running"):
+        return False
+    if phase(new) == "Pending":
+        return True
+    return any(phase(pod) == "Pending" and not is_terminating(pod) and (pod.get("metadata") or {}).get("name")
+               != new_meta.get("name") for pod in siblings)

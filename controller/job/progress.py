@@ -37,6 +37,7 @@ class Target:
     pod: str
     port: int
     period: float  # seconds between reads
+    incarnation: str = ""  # the pod's uid and its TensorFlow container's restarts: which process answers
 
     @property
     def proxy_path(self) -> str:
@@ -91,7 +92,8 @@ def target(job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> Target 
     name = pod_name(job["metadata"]["name"], *slot)
     for pod in pods:
         if podstate.name(pod) == name and podstate.phase(pod) == "Running" and not podstate.is_terminating(pod):
+            restarts = int((podstate.tf_container_status(pod) or {}).get("restartCount") or 0)
             return Target(job["metadata"]["namespace"], job["metadata"]["name"], name,
                           int(progress.get("port", DEFAULT_PORT)),
-                          float(progress.get("periodSeconds", DEFAULT_PERIOD)))
+                          float(progress.get("periodSeconds", DEFAULT_PERIOD)), f"{podstate.uid(pod)}/{restarts}")
     return None

@@ -5,7 +5,9 @@ around one reconcile. Before planning, `KueueGate.before_plan(job)` makes sure t
 exists and matches the job, and answers either "run this (flavoured) job" or "hold it, for this
 reason". After planning, `after_plan(...)` finishes the Workload when the job is terminal (which
 releases the quota at once) and clears an evicted Workload's admission once the job has no active
-pods (Kueue frees the quota only then, and re-queues it itself).
+pods (Kueue frees the quota only then, and re-queues it itself). A job its user suspends holds no
+quota: its Workload is deactivated (created inactive, for a job created suspended) and reactivated on
+resume (`controller.kueue.suspension`).
 
 Workloads are created without Kueue's `resource-in-use` finalizer: the job's controller owner
 reference lets garbage collection delete the Workload with the job, and Kueue releases quota on the
@@ -28,7 +30,7 @@ import structlog
 
 from controller.job.kinds import JobKind
 from controller.kueue import protocol as kueue
-from controller.kueue import tfjobs, topology
+from controller.kueue import suspension, tfjobs, topology
 from kube import ApiError, Kube, resource_path
 from kube.clock import Clock
 from kube.retry import retry_transient
@@ -71,17 +73,25 @@ class KueueGate:
         stored_workload = self.workload_of(job["metadata"]["uid"])
         if _terminal(job):
             return Decision(job, None, stored_workload)
+        model = job
+        held = suspension.user_suspended(job, stored_workload)  # the user's suspension: no quota either
         if tfjobs.is_tfjob(job):
             job = tfjobs.run_by_admission(job)
+            if held:
+                job = {**job, "spec": {**job["spec"], "suspend": True}}
         try:
             podsets = self._podsets(job)
         except topology.TopologyRequestError as error:
             return Decision(job, ("InvalidTopologyRequest", str(error)), stored_workload)
         if stored_workload is None:
-            self._create(job, podsets)
-            return Decision(job, kueue.waiting_message(job, None), None)
-        self._adopt(stored_workload)
+            self._create(job, podsets, model)
+            return Decision(job, None if held else kueue.waiting_message(job, None), None)
+        self._keep_in_step(model, stored_workload)
         workload = tfjobs.as_roles(stored_workload, job) if tfjobs.is_tfjob(job) else stored_workload
+        if held:  # the planner suspends it for its user; its Workload only has to describe it
+            if not kueue.workload_matches(job, workload):
+                self._replace(workload, kueue.admission(workload).quota_reserved, podsets)
+            return Decision(job, None, stored_workload)
         decision = self._decide(job, workload, podsets)
         return Decision(decision.job, decision.gate, stored_workload)
 
@@ -94,7 +104,7 @@ class KueueGate:
             return Decision(job, ("WaitingForAdmission", "the job changed; its Workload is being updated"),
                             workload)
         if not info.can_run:
-            return Decision(job, kueue.waiting_message(job, workload), workload)
+            return Decision(job, suspension.waiting_message(job, workload), workload)
         flavors = {name: self.flavor(name) for name in info.flavor_names}
         missing = [name for name, obj in flavors.items() if obj is None]
         if missing:
@@ -126,12 +136,17 @@ class KueueGate:
 
     # ---- writes ----------------------------------------------------------------------------------
 
-    def _create(self, job: Mapping[str, Any], podsets: list[dict[str, Any]]) -> None:
+    def _create(self, job: Mapping[str, Any], podsets: list[dict[str, Any]],
+                model: Mapping[str, Any] | None = None) -> None:
+        """Create the Workload of `job` (as planned); given the job's `model` (its suspend flag as
+        stored), inactive while its user suspends it."""
         priority, ref = self._priority(job)
         body = kueue.build_workload(job, priority, ref)
         if tfjobs.is_tfjob(job):
             body = tfjobs.for_tfjob(body, job, api_kinds.TFJOB.api_version)
         body["spec"]["podSets"] = podsets
+        if model is not None:
+            body = suspension.new_workload(body, model)
         try:
             retry_transient(self.kube.create)(kueue.workload_path(body["metadata"]["namespace"]), body)
         except ApiError as error:
@@ -163,9 +178,10 @@ class KueueGate:
             body = topology.with_topology_requests(body, REPLICA_INDEX_LABEL)
         return list(body["spec"]["podSets"])
 
-    def _adopt(self, workload: Mapping[str, Any]) -> None:
-        """Drop the finalizer Kueue's own TFJob integration put on a Workload the operator now manages."""
-        patch = tfjobs.finalizer_patch(workload)
+    def _keep_in_step(self, model: Mapping[str, Any], workload: Mapping[str, Any]) -> None:
+        """Deactivate the Workload while the job's user suspends it, reactivate it on resume, and adopt one
+        Kueue's TFJob integration left (`controller.kueue.suspension.workload_patch`)."""
+        patch = suspension.workload_patch(model, workload)
         if patch is None:
             return
         meta = workload["metadata"]

@@ -37,7 +37,7 @@ from typing import Any
 import structlog
 
 from controller.kueue import protocol as kueue
-from controller.kueue import tfjobs, topology
+from controller.kueue import suspension, tfjobs, topology
 from controller.kueue.gate import Decision, KueueGate
 from kube import ApiError, Kube
 from kube.clock import Clock
@@ -48,7 +48,7 @@ from tfjob_api.names import KIND as JOB_KIND
 
 log = structlog.get_logger(__name__)
 
-PREBUILT_WORKLOAD_LABEL = f"{kueue.GROUP}/prebuilt-workload-name"
+PREBUILT_WORKLOAD_LABEL = suspension.PREBUILT_WORKLOAD_LABEL
 ORIGIN_LABEL = f"{kueue.GROUP}/multikueue-origin"
 CONTROLLER_NAME = f"{kueue.GROUP}/multikueue"
 """The value of `managedBy` that hands a job to MultiKueue (and the admission check's controllerName)."""

@@ -7,8 +7,10 @@ or a finished job is followed at once) and merges what is known into the status 
 poller asks what is `due` and `record`s each answer, and enqueues the job only when its status should
 change. An answer that breaks the rules (`tfheartbeat.progress.checked`) keeps the last valid report
 and shows why in `status.progress.problem`; an unreachable endpoint (the trainer has not started it
-yet, the pod is restarting) changes nothing. Per-job Prometheus series follow the entries and go with
-them (`forget`, when the job is deleted).
+yet, the pod is restarting) changes nothing. The first step a new process of the reporting pod reports
+is compared with the last step read before (`controller.progress.resume`): `status.progress.lastResume`,
+and an event when the job's status first shows it. Per-job Prometheus series follow the entries and go
+with them (`forget`, when the job is deleted).
 
 An endpoint that misbehaves — its answer is over the size limit, or it did not finish answering
 within the read's deadline — is `slow`: it is read less often (its period doubled per strike, up to
@@ -25,7 +27,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol
 
+from controller.job.draft import Event
 from controller.job.progress import Target, is_over
+from controller.progress import resume
 from controller.progress.estimate import Sample, add_sample, fraction_done, remaining_seconds
 from controller.progress.status import merge_progress, progress_status
 from kube.clock import REAL_CLOCK, Clock
@@ -64,6 +68,8 @@ class _Entry:
     problem: str | None = None
     progress: dict[str, Any] | None = field(default=None)
     strikes: int = 0  # reads in a row that were too large or too slow
+    stepped: tuple[dict[str, Any], str] | None = None  # the last report with a step, and where it came from
+    resumed: dict[str, Any] | None = None  # status.progress.lastResume (controller.progress.resume)
 
 
 class ProgressBook:
@@ -76,9 +82,11 @@ class ProgressBook:
     # ---- the reconciler's side ---------------------------------------------------------------------
 
     def follow(self, key: str, job: Mapping[str, Any], target: Target | None,
-               status: Mapping[str, Any]) -> dict[str, Any]:
+               status: Mapping[str, Any], events: list[Event] | None = None) -> dict[str, Any]:
         """Read the job's progress at `target` from now on (None: stop reading; what is known stays),
-        and return `status` with the progress the job should show merged in (a new dict)."""
+        and return `status` with the progress the job should show merged in (a new dict). When that
+        shows a resume the job's status (`job`'s) does not show yet, an event saying so is added to
+        `events`."""
         progress = None
         with self._lock:
             entry = self._entries.get(key)
@@ -89,7 +97,11 @@ class ProgressBook:
                 entry.target, entry.due = target, self._clock.now()
             if entry is not None:
                 progress = copy.deepcopy(entry.progress)
-        return merge_progress(status, progress, over=is_over({"status": status}))
+        merged = merge_progress(status, progress, over=is_over({"status": status}))
+        announced = resume.event(job.get("status") or {}, merged) if events is not None else None
+        if announced is not None and events is not None:
+            events.append(announced)
+        return merged
 
     def forget(self, key: str) -> None:
         """The job is gone."""
@@ -140,6 +152,8 @@ class ProgressBook:
                 return False  # forgotten or moved on while the answer was on its way
             if not slow:
                 entry.strikes = 0
+            if report is not None and report.get("step") is not None:
+                self._resume(entry, report, target)
             if report is not None and report != entry.report:
                 self._advance(entry, report)
             entry.problem = problem
@@ -151,6 +165,14 @@ class ProgressBook:
             self._metrics.set_progress(entry.namespace, entry.job, latest or {},
                                        fraction_done(latest or {}), remaining_seconds(samples))
         return changed
+
+    def _resume(self, entry: _Entry, report: dict[str, Any], target: Target) -> None:
+        """Note a resume when this report with a step comes from another process than the last one."""
+        if entry.stepped is not None:
+            before, before_from = entry.stepped
+            entry.resumed = resume.resumed(before, before_from, report, target.incarnation,
+                                           self._clock.wall()) or entry.resumed
+        entry.stepped = (report, target.incarnation)
 
     def _advance(self, entry: _Entry, report: dict[str, Any]) -> None:
         entry.report = report
@@ -166,4 +188,4 @@ class ProgressBook:
         if entry.updated is None:  # refused before any valid report
             entry.updated = self._clock.wall()
         return progress_status(entry.report or {}, reported_by=target.pod, updated=entry.updated,
-                               remaining=entry.remaining, problem=entry.problem)
+                               remaining=entry.remaining, problem=entry.problem, resumed=entry.resumed)

@@ -12,6 +12,7 @@
       lastUpdateTime: "2026-12-02T14:00:00Z"           # when the operator saw the report change
       reportedBy: mnist-chief-0
       problem: "..."          # only when the latest answer was refused; the rest is the last valid one
+      lastResume: {...}       # after an interruption: when, from which step, steps lost (controller.progress.resume)
 
 Printer columns read fixed paths and cannot format, so the three display strings are stored beside the
 numbers they are made of. Everything is computed when a report changes, never per reconcile: a job whose
@@ -64,10 +65,12 @@ def summary(report: Mapping[str, Any]) -> str:
 
 
 def progress_status(report: Mapping[str, Any], *, reported_by: str, updated: datetime,
-                    remaining: float | None, problem: str | None = None) -> dict[str, Any] | None:
+                    remaining: float | None, problem: str | None = None,
+                    resumed: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
     """The `status.progress` of a checked report (`tfheartbeat.progress.checked`) read from
     `reported_by`, first seen at `updated`, with `remaining` seconds at the recent rate (None: not known
-    yet). None when there is nothing to show: an empty report and no problem."""
+    yet) and the last resume after an interruption (`controller.progress.resume`), if any. None when
+    there is nothing to show: an empty report and no problem."""
     shown: dict[str, Any] = {name: report[name] for name in COUNT_FIELDS if name in report}
     fraction = fraction_done(report)
     if fraction is not None:
@@ -88,6 +91,8 @@ def progress_status(report: Mapping[str, Any], *, reported_by: str, updated: dat
     shown["reportedBy"] = reported_by
     if problem is not None:
         shown["problem"] = cut(problem, PROGRESS_TEXT_MAX)
+    if resumed is not None:
+        shown["lastResume"] = dict(resumed)
     for name in ("summary", "metricsSummary"):
         if name in shown:
             shown[name] = cut(shown[name], PROGRESS_TEXT_MAX)

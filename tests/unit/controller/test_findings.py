@@ -172,8 +172,9 @@ def test_a_retry_after_the_reconcile_could_not_wait_out_is_honoured_by_the_reque
     controller.reconciler = Reconciler(kube, _Caches(job), clock=FakeClock(wall=NOW))
     try:
         controller.process("ns/j")  # creates the pod; its status waits for the next reconcile
-        assert kube.patch.call_count == 0 and not queue.delays
-        controller.process("ns/j")  # the one the pod's ADDED event brings: writes the status
+        assert kube.patch.call_count == 0 and queue.delays == [ControllerOptions().first_status_wait]
+        queue.delays.clear()
+        controller.process("ns/j")  # the one it asked for: writes the status
     finally:
         queue.shut_down()
         controller.reconciler.close()

@@ -19,7 +19,7 @@ from tests.support.caches import FakeCaches
 from tests.support.mock_kube import status_patching_kube
 from tests.unit.controller.test_reconciler import NOW, make_job, owned_service, running_pods
 
-TARGET = Target("ns", "j", "j-worker-0", 8090, 30.0)
+TARGET = Target("ns", "j", "j-worker-0", 8090, 30.0, "uid-j-worker-0/0")
 
 
 @pytest.fixture
@@ -118,3 +118,21 @@ def test_a_status_refused_as_invalid_without_progress_is_not_sent_again(kube: Mo
     with pytest.raises(RequeueError):
         rec.reconcile("ns/j")
     assert kube.patch.call_count == 1
+
+
+def test_a_replaced_reporting_pod_resumes_in_the_status_and_an_event(kube: Mock, mocker: MockerFixture) -> None:
+    rec, caches = settle(kube, make_job(progress={}))
+    rec.recorder = mocker.Mock()
+    rec.memory.progress.record("ns/j", TARGET, {"step": 100})
+    rec.reconcile("ns/j")
+    caches.job = {**caches.job, "status": {**caches.job["status"], **written_status(kube)},  # type: ignore[index]
+                  "metadata": {**caches.job["metadata"], "resourceVersion": "12"}}  # type: ignore[index]
+    caches.pods[0]["metadata"]["uid"] = "uid-j-worker-0-replacement"  # the reporting pod, recreated
+    rec.reconcile("ns/j")  # follows the new pod
+    rec.memory.progress.record("ns/j", Target("ns", "j", "j-worker-0", 8090, 30.0, "uid-j-worker-0-replacement/0"),
+                               {"step": 91})
+    rec.reconcile("ns/j")
+    assert written_status(kube)["progress"]["lastResume"] == {
+        "time": "2026-11-29T12:00:00Z", "step": 91, "stepBefore": 100, "stepsLost": 9}
+    [(args, _)] = [(c.args, c.kwargs) for c in rec.recorder.record.call_args_list if c.args[2] == "TrainingResumed"]
+    assert args[3] == "Training resumed at step 91 (last step seen before the interruption: 100): 9 step(s) lost."

@@ -319,3 +319,26 @@ def test_start_twice_is_an_error(time: FakeClock, started: list[SharedInformer])
 def test_an_informer_needs_a_source() -> None:
     with pytest.raises(ValueError):
         SharedInformer([], name="none")
+
+
+def test_watched_objects_reach_the_handlers_as_the_store_keeps_them(time: FakeClock, started: list[SharedInformer]) -> None:
+    """An update filter compares old and new: both must be the store's version (here without the
+    spec), never the cached one against the watch's full object."""
+    def without_spec(obj: Obj) -> Obj:
+        return {k: v for k, v in obj.items() if k != "spec"}
+
+    full = pod("a", "11", phase="Running")
+    full["spec"] = {"containers": [{"name": "tensorflow", "image": "tf"}]}
+    added_full = pod("b", "12")
+    added_full["spec"] = {"containers": [{"name": "tensorflow", "image": "tf"}]}
+    lw = FakeListerWatcher(lists=[page([pod("a", "1", phase="Pending")], "10")],
+                           watches=[FakeWatch([modified(full), added(added_full)])])
+    informer = SharedInformer(lw, name="pods", store=Store(transform=without_spec, detect_mutations=True), clock=time)
+    recorder = Recorder(informer)
+    informer.add_event_handler(recorder.handler())
+    started.append(informer)
+    run_script(informer, lw)
+    (update, new, old), (add, obj, _) = recorder.objects[-2:]
+    assert (update, add) == ("update", "add")
+    assert old is not None and "spec" not in old and "spec" not in new and "spec" not in obj
+    assert new is informer.store.get("default/a")

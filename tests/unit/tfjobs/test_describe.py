@@ -153,3 +153,19 @@ def test_a_job_placed_by_kueues_topology_shows_its_workload_and_the_rack_it_land
 def test_a_job_without_a_workload_shows_no_queue_lines() -> None:
     text = describe(running_job(worker=2), [], [], NOW)
     assert "Workload:" not in text and "Placement:" not in text
+
+
+def test_a_resumed_training_says_when_from_which_step_and_what_the_interruption_cost() -> None:
+    job = running_job(worker=2)
+    job["status"]["progress"] = {"step": 95, "totalSteps": 1000, "percent": 9, "lastUpdateTime": "2030-01-01T00:09:30Z",
+                                 "lastResume": {"time": "2030-01-01T00:07:00Z", "step": 91, "stepBefore": 100,
+                                                "stepsLost": 9}}
+    text = describe(job, pods_for(job), [], NOW)
+    assert ("Resumed:      at step 91, 3m ago (2030-01-01T00:07:00Z); last step seen before the interruption: 100; "
+            "9 step(s) lost") in text.splitlines()
+
+
+def test_a_training_never_interrupted_has_no_resumed_line() -> None:
+    job = running_job(worker=2)
+    job["status"]["progress"] = {"step": 95, "lastUpdateTime": "2030-01-01T00:09:30Z"}
+    assert "Resumed:" not in describe(job, pods_for(job), [], NOW)

@@ -96,3 +96,37 @@ def test_update_of_an_unkept_field_leaves_the_projection_unchanged_but_a_new_pha
     assert not podcache.is_urgent_change(old, podcache.project(started))
     assert podcache.is_urgent_change(old, podcache.project(a_cached_pod(STATUSES["failed"])))
     assert podcache.is_urgent_change(old, podcache.project(a_cached_pod(STATUSES["pending"], deleting=True)))
+
+
+def projected(status: dict[str, Any], name: str = "j-worker-1", resource_version: str = "7") -> dict[str, Any]:
+    pod = podcache.project(a_cached_pod(status))
+    return {**pod, "metadata": {**pod["metadata"], "name": name, "resourceVersion": resource_version}}
+
+
+RUNNING = {"phase": "Running", "containerStatuses": [{"name": "tensorflow", "restartCount": 0,
+                                                       "state": {"running": {}}}]}
+UNSCHEDULABLE = {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False",
+                                                     "reason": "Unschedulable", "message": "no node"}]}
+
+
+def test_a_pod_starting_waits_for_its_siblings_only_while_one_of_them_is_still_pending() -> None:
+    pending, started = projected(STATUSES["pending"]), projected(RUNNING, resource_version="8")
+    sibling_pending = projected(STATUSES["pending"], name="j-worker-0")
+    sibling_running = projected(RUNNING, name="j-worker-0")
+    assert podcache.changes_nothing_yet(pending, started, [sibling_pending, started])
+    assert not podcache.changes_nothing_yet(pending, started, [sibling_running, started])  # the last one: now
+    assert not podcache.changes_nothing_yet(pending, started, [started])
+
+
+def test_a_pending_pod_moving_along_waits_but_one_with_a_problem_or_a_new_phase_does_not() -> None:
+    pending = projected(STATUSES["pending"])
+    creating = projected({"phase": "Pending", "containerStatuses": [
+        {"name": "tensorflow", "restartCount": 0, "state": {"waiting": {"reason": "ContainerCreating"}}}]},
+        resource_version="8")
+    assert podcache.changes_nothing_yet(pending, creating, [])
+    assert not podcache.changes_nothing_yet(pending, projected(UNSCHEDULABLE, resource_version="8"), [])
+    assert not podcache.changes_nothing_yet(projected(UNSCHEDULABLE), projected(RUNNING, resource_version="8"),
+                                           [projected(STATUSES["pending"], name="j-worker-0")])
+    assert not podcache.changes_nothing_yet(pending, projected(STATUSES["failed"], resource_version="8"), [])
+    relabelled = {**creating, "metadata": {**creating["metadata"], "labels": {"x": "y"}}}
+    assert not podcache.changes_nothing_yet(pending, relabelled, [])

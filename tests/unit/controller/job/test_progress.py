@@ -54,7 +54,8 @@ def test_the_templates_own_variable_wins() -> None:
 
 def test_the_running_reporting_pod_is_read_at_the_port_and_period_asked() -> None:
     spec = job({"port": 8100, "periodSeconds": 60})
-    assert target(spec, pods_for(spec)) == Target("team-a", "mnist", "mnist-worker-0", 8100, 60.0)
+    assert target(spec, pods_for(spec)) == Target("team-a", "mnist", "mnist-worker-0", 8100, 60.0,
+                                                          "uid-mnist-worker-0/0")
 
 
 def test_the_read_goes_through_the_api_servers_pod_proxy() -> None:

@@ -47,7 +47,7 @@ def test_tfjobs_queue_through_the_gate_only_when_the_operator_queues_them(kube: 
 
 
 def test_a_queued_tfjob_gets_the_workload_kueues_integration_would_make_with_its_topology(kube: Mock) -> None:
-    decision = gate(kube, None).before_plan(queued_tfjob())
+    decision = gate(kube, None).before_plan(queued_tfjob(suspend=False))
     body = kube.create.call_args.args[1]
     assert body["metadata"]["name"] == tfjobs.workload_name(queued_tfjob())
     assert body["metadata"]["ownerReferences"][0]["kind"] == "TFJob"

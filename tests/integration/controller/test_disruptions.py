@@ -1,0 +1,50 @@
+"""The cluster takes a pod back from a job that needs all of its pods (restartScope All), on a real API
+server with KWOK nodes: the Eviction API (what `kubectl drain` and Kueue-less preemption use) and a
+deletion by hand restart the whole group at once, and none of it counts against backoffLimit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kube import resource_path
+
+
+def uids(tfjobs: Any, job: str, count: int) -> dict[str, str]:
+    return {p["metadata"]["name"]: p["metadata"]["uid"] for p in tfjobs.wait_pods(job, count)}
+
+
+def evict(tfjobs: Any, pod: str) -> None:
+    tfjobs.api.create(resource_path("", "v1", "pods", tfjobs.namespace, pod, "eviction"),
+                      {"apiVersion": "policy/v1", "kind": "Eviction",
+                       "metadata": {"name": pod, "namespace": tfjobs.namespace}})
+
+
+def all_replaced(tfjobs: Any, job: str, before: dict[str, str]) -> bool:
+    pods = tfjobs.pods(job, include_terminating=False)
+    now = {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods if (p.get("status") or {}).get("phase") == "Running"}
+    return set(now) == set(before) and all(now[name] != before[name] for name in before)
+
+
+def test_an_evicted_worker_restarts_every_pod_of_the_job_uncounted(tfjobs: Any) -> None:
+    tfjobs.create("ev", ps=tfjobs.role(1), worker=tfjobs.role(2), restartScope="All")
+    before = uids(tfjobs, "ev", 3)
+    tfjobs.wait_condition("ev", "Running")
+    evict(tfjobs, "ev-worker-1")
+    tfjobs.wait_for(lambda: all_replaced(tfjobs, "ev", before), 60, "every pod of the job to be replaced")
+    tfjobs.wait_condition("ev", "Running")
+    restarting = tfjobs.condition("ev", "Restarting")
+    assert restarting["status"] == "False"
+    assert tfjobs.status("ev")["restartCount"] == 0
+    [event] = [e for e in tfjobs.events("ev") if e["reason"] == "Disrupted"]
+    assert "ev-worker-1 (evicted)" in event["message"] and "not counted against backoffLimit" in event["message"]
+
+
+def test_a_worker_deleted_by_hand_restarts_every_pod_of_the_job_uncounted(tfjobs: Any) -> None:
+    tfjobs.create("del", worker=tfjobs.role(3), restartScope="All", backoffLimit=0)
+    before = uids(tfjobs, "del", 3)
+    tfjobs.wait_condition("del", "Running")
+    tfjobs.api.delete(resource_path("", "v1", "pods", tfjobs.namespace, "del-worker-2"))
+    tfjobs.wait_for(lambda: all_replaced(tfjobs, "del", before), 60, "every pod of the job to be replaced")
+    tfjobs.wait_condition("del", "Running")
+    assert tfjobs.status("del")["restartCount"] == 0
+    assert tfjobs.condition("del", "Failed") is None
