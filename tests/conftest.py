@@ -11,12 +11,12 @@ or should pay for once:
 
 The groups are handed out longest first (real nodes, MultiKueue, chaos, Kueue, the other integration
 tests, then the unit tests, which fill the gaps at the end), so no long group starts last and holds up
-the end of the run. Without xdist (`-p no:xdist`, or no `-n`) the order is the same and nothing else
-changes.
+the end of the run. Without xdist (no `-n`) the groups mean nothing and pytest's own order is kept.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -51,4 +51,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         rank, group = placement(Path(str(item.path)))
         item.add_marker(pytest.mark.xdist_group(group))
         ranks[item.nodeid] = rank
-    items.sort(key=lambda item: ranks[item.nodeid])  # stable: the order within a rank is kept
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # one process keeps pytest's own order
+        items.sort(key=lambda item: ranks[item.nodeid])  # stable: the order within a rank is kept
