@@ -12,7 +12,6 @@ the job waiting longest.
 
 from __future__ import annotations
 
-import contextlib
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -22,14 +21,14 @@ import pytest
 from controller.job.netpol import policy_name
 from controller.kueue import protocol as kq
 from controller.kueue import suspension, topology
-from kube import ApiError, Kube, resource_path
+from kube import Kube, resource_path
 from tests.integration.controller.conftest import CrdScheme, TfJobs
 from tests.support.jobs import DEVCLUSTER_IMAGE, container, devcluster_role, tfjob
 from tests.support.operator import Operator
 from tests.support.polling import wait_for
 
 from .conftest import _active, _create_or_keep, kueue_path
-from .test_kueue_topology import BLOCK, HOST, RACK, _node, _usable
+from .test_kueue_topology import BLOCK, HOST, RACK, _node, _usable, remove_rack_queue
 
 FLAGS = ["--kueue=on", "--kubeflow-tfjob=on", "--gang-scheduler=kubernetes", "--network-policy=on"]
 RACKS, HOSTS_PER_RACK = ("r1", "r2"), 3
@@ -68,16 +67,7 @@ def queue(kueue: Any, kueue_api: Kube, kueue_priority_classes: Any, namespace: s
     wait_for(lambda: _active(kueue_api, kueue_path("clusterqueues", name=pool)), 30, "the ClusterQueue to be Active")
     wait_for(lambda: _active(kueue_api, kueue_path("localqueues", namespace, "lq")), 30, "lq to be Active")
     yield pool
-    with contextlib.suppress(ApiError):
-        kueue_api.request("DELETE", resource_path("", "v1", "pods", namespace), query={"gracePeriodSeconds": 0})
-    for workload in kueue_api.list(kq.workload_path(namespace))["items"]:  # release the quota at once
-        with contextlib.suppress(ApiError):
-            kueue_api.delete(kq.workload_path(namespace, workload["metadata"]["name"]))
-    for path in (kueue_path("localqueues", namespace, "lq"), kueue_path("clusterqueues", name=pool),
-                 kueue_path("resourceflavors", name=pool), kueue_path("topologies", name=pool),
-                 *(f"{nodes}/{n}" for n in rack_of)):
-        with contextlib.suppress(ApiError):
-            kueue_api.delete(path)
+    remove_rack_queue(kueue_api, namespace, pool, nodes, rack_of)
 
 
 @pytest.fixture

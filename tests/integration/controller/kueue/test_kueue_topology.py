@@ -98,6 +98,12 @@ def racks(kueue: Any, kueue_api: Kube, namespace: str) -> Iterator[Racks]:
     wait_for(lambda: _active(kueue_api, kueue_path("clusterqueues", name=pool)), 30, "the ClusterQueue to be Active")
     wait_for(lambda: _active(kueue_api, kueue_path("localqueues", namespace, "lq")), 30, "lq to be Active")
     yield Racks(id=pool, rack_of=rack_of)
+    remove_rack_queue(kueue_api, namespace, pool, nodes, rack_of)
+
+
+def remove_rack_queue(kueue_api: Kube, namespace: str, pool: str, nodes: str, rack_of: dict[str, str]) -> None:
+    """Tear a rack queue down: the namespace's pods at once, its Workloads (the quota released at once),
+    the queues, flavor and topology named `pool`, and the rack nodes."""
     with contextlib.suppress(ApiError):
         kueue_api.request("DELETE", resource_path("", "v1", "pods", namespace), query={"gracePeriodSeconds": 0})
     for workload in kueue_api.list(kq.workload_path(namespace))["items"]:  # release the quota at once
