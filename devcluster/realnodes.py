@@ -23,7 +23,9 @@ import json
 import os
 import shutil
 import socket
+import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -135,6 +137,21 @@ def claim(layout: Layout, runtime_dir: Path = RUNTIME_DIR) -> None:
                 f"(they share the bridge {BRIDGE}, its addresses and containerd's socket): stop it "
                 f"first with `tfjob-devcluster down --dir {running}`, or start this one without real nodes")
         (runtime_dir / OWNER_FILE).write_text(json.dumps({"cluster": str(layout.dir)}))
+
+
+def wait_until_free(timeout: float, runtime_dir: Path = RUNTIME_DIR, *, poll: float = 5.0,
+                    clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> None:
+    """Wait until no cluster's real nodes run on this machine, for at most `timeout` seconds, then
+    RealNodeError naming the cluster that still holds them. For callers that would rather queue behind
+    another cluster with real nodes (a test session beside someone's experiment) than be refused."""
+    deadline = clock() + timeout
+    while (running := owner(runtime_dir)) is not None:
+        if clock() >= deadline:
+            raise RealNodeError(
+                f"the cluster in {running} still has real nodes on this machine after {timeout:.0f} s of waiting "
+                f"(one cluster at a time can: they share the bridge {BRIDGE}): stop it with "
+                f"`tfjob-devcluster down --dir {running}`")
+        sleep(poll)
 
 
 def prepare(layout: Layout, state: ClusterState) -> None:

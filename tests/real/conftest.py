@@ -26,6 +26,7 @@ import pytest
 
 from devcluster.cluster import Cluster
 from devcluster.images import build_images
+from devcluster.realnodes import wait_until_free
 from tests.real.costs import COSTS, record
 from tests.real.kubectl import Kubectl, wait_for
 from tests.support.operator import Operator
@@ -72,8 +73,17 @@ def short_folder(name: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"{name}-"))
 
 
+REAL_NODES_WAIT_S = 1800
+"""How long a session queues behind another cluster's real nodes (one such cluster per machine) before
+it fails naming that cluster: someone's experiment beside the suite delays it rather than failing it."""
+
+
 def started_real_cluster(folder: Path, real_nodes: int) -> Iterator[Cluster]:
-    """A cluster of `real_nodes` real nodes and no fake one in `folder`, prepared, stopped afterwards."""
+    """A cluster of `real_nodes` real nodes and no fake one in `folder`, prepared, stopped afterwards;
+    started once no other cluster's real nodes run on this machine."""
+    started = time.monotonic()
+    wait_until_free(REAL_NODES_WAIT_S)
+    record("waited for another cluster's real nodes to stop", time.monotonic() - started)
     cluster = Cluster(folder)
     atexit.register(cluster.down)
     try:
