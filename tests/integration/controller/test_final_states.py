@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from kube import resource_path
+from kube import ApiError, resource_path
 
 
 @contextmanager
@@ -43,8 +43,15 @@ def reconciled_after_a_spec_change(tfjobs: Any, name: str, spec: dict[str, Any])
 
 
 def delete_every_pod(tfjobs: Any, name: str) -> None:
+    """Delete every pod of the job at once; one the operator's own clean-up deleted in the meantime (a
+    Failed job's running pods go with cleanPodPolicy Running) is gone already, as wanted."""
     for pod in tfjobs.pods(name):
-        tfjobs.api.delete(resource_path("", "v1", "pods", tfjobs.namespace, pod["metadata"]["name"]), grace_seconds=0)
+        try:
+            tfjobs.api.delete(resource_path("", "v1", "pods", tfjobs.namespace, pod["metadata"]["name"]),
+                              grace_seconds=0)
+        except ApiError as error:
+            if not error.not_found:
+                raise
     tfjobs.wait_for(lambda: tfjobs.pods(name) == [], 30, f"every pod of {name} gone")
 
 

@@ -32,6 +32,7 @@ import yaml
 
 from devcluster.cluster import Cluster
 from kube import ApiError, Kube, resource_path
+from tests.support.jobs import SIM_EXIT_AFTER, SIM_EXIT_CODE
 from tests.support.operator import Operator
 from tests.support.polling import until_empty
 from tfjob_api.names import JOB_NAME_LABEL
@@ -113,13 +114,26 @@ def drift_operator(flags: list[str], no_session_operator: None,
 
 
 def in_namespace(path: Path, namespace: str, folder: Path) -> Path:
-    """A copy of a manifest file with every document in `namespace`, as `kubectl apply -n` puts it."""
-    documents = [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
+    """A copy of a manifest file with every document in `namespace`, as `kubectl apply -n` puts it, and
+    without the local cluster's simulated exits: a chief that "exits 0 after 15 s" would finish its job,
+    and the clean-up take its pods away, before a busy machine has compared them all."""
+    documents = [without_simulated_exits(doc) for doc in yaml.safe_load_all(path.read_text()) if doc]
     for doc in documents:
         doc["metadata"]["namespace"] = namespace
     copy = folder / path.name
     copy.write_text(yaml.safe_dump_all(documents, sort_keys=False))
     return copy
+
+
+def without_simulated_exits(value: Any) -> Any:
+    """`value` with every annotation the KWOK stages read to end a pod (SIM_EXIT_CODE, SIM_EXIT_AFTER)
+    left out, at any depth."""
+    if isinstance(value, dict):
+        return {key: without_simulated_exits(item) for key, item in value.items()
+                if key not in (SIM_EXIT_CODE, SIM_EXIT_AFTER)}
+    if isinstance(value, list):
+        return [without_simulated_exits(item) for item in value]
+    return value
 
 
 def render(path: Path, flags: list[str]) -> list[dict[str, Any]]:
