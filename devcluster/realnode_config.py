@@ -239,6 +239,9 @@ def kubelet_config(node: RealNode, ports: dict[str, int], ca_cert: Path) -> dict
         # Never evict for disk or garbage-collect the imported images: there is no registry to pull
         # them back from.
         "evictionHard": {"memory.available": "100Mi", "nodefs.available": "1%", "imagefs.available": "1%"},
+        # A pod's emptyDir usage is measured this often (default 1m): a volume filled past its sizeLimit
+        # is evicted within seconds, as the disruption tests cause it.
+        "volumeStatsAggPeriod": "10s",
         "imageGCHighThresholdPercent": 100,
         "imageGCLowThresholdPercent": 99,
         "nodeStatusUpdateFrequency": "5s",

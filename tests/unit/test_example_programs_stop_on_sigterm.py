@@ -126,4 +126,6 @@ def test_the_allreduce_program_runs_every_step_through_a_preemption_checkpoint_h
     assert "tf.distribute.experimental.PreemptionCheckpointHandler" in names
     assert "handler.run" in names and "train_step" not in names  # no step outside the handler
     [config] = [c for c in calls if ast.unparse(c.func) == "tf.distribute.experimental.TerminationConfig"]
-    assert ast.unparse(config.keywords[0]) == "exit_fn=lambda: sys.exit(143)"
+    assert ast.unparse(config.keywords[0]) == "exit_fn=saved_and_exit"
+    [exit_fn] = [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.FunctionDef) and n.name == "saved_and_exit"]
+    assert ast.unparse(exit_fn.body[-1]) == "sys.exit(143)"  # after it logs the step it saved

@@ -12,13 +12,14 @@ these tests never share a pytest session with the one-node tests: they are marke
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from devcluster.cluster import Cluster
-from tests.real.conftest import short_folder, started_real_cluster
+from tests.real.conftest import prepare, short_folder, started_real_cluster
 
 HERE = Path(__file__).resolve().parent
 
@@ -32,4 +33,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session")
 def real_cluster() -> Iterator[Cluster]:
     """A cluster with two real nodes and no fake one, the TensorFlow image in both, the CRD installed."""
+    reuse = os.environ.get("TFJOB_REAL_TWO_NODES_DEVCLUSTER_DIR")  # started with `up --real-nodes 2 --nodes 0`
+    if reuse:
+        cluster = Cluster(reuse)
+        prepare(cluster)
+        yield cluster
+        return
     yield from started_real_cluster(short_folder("real-2nodes"), real_nodes=2)
