@@ -20,11 +20,13 @@ The rules:
 * `counted_disruptions`: a job whose `restartCount` is above zero although the soak never made one of
   its pods fail (only disruptions hit it: evictions, deletions, preemptions, node loss, restarts);
 * `leftovers`: objects still owned by a job that was deleted (pods, Services, NetworkPolicies,
-  Workloads of either API), with grace.
+  Workloads of either API), with grace;
+* `error_lines`: the operator's error-level log lines (and tracebacks), counted by event.
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -231,3 +233,18 @@ def rss_growth(samples: Sequence[tuple[float, int]], warm_up: float) -> tuple[in
         return 0, 0
     start = next((rss for at, rss in samples if at >= warm_up), samples[-1][1])
     return start, samples[-1][1]
+
+
+def error_lines(lines: Iterable[str]) -> Counter[str]:
+    """The operator's error-level (or critical) JSON log lines by event, and lines of a traceback."""
+    found: Counter[str] = Counter()
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            if line.startswith("Traceback"):
+                found["(traceback)"] += 1
+            continue
+        if isinstance(entry, dict) and str(entry.get("level", "")).lower() in ("error", "critical"):
+            found[str(entry.get("event", ""))[:120]] += 1
+    return found

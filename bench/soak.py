@@ -274,6 +274,8 @@ class Soak:
                                             "3 minutes after every job was deleted")])
 
     def summary(self, error_lines: Counter[str]) -> dict[str, Any]:
+        self.ledger.add([checks.Finding("operator-error-log", event, f"{count} error-level line(s)")
+                         for event, count in error_lines.items()])
         outcomes = Counter(t.outcome or "unfinished" for t in self.tracked.values())
         kinds = Counter(t.plan.kind for t in self.tracked.values())
         first = next((s for s in self.rss if s), [])
@@ -304,22 +306,10 @@ def _mib(value: int) -> float:
 
 
 def error_lines(log_path: Path) -> Counter[str]:
-    """The operator's error-level log lines, counted by event."""
-    found: Counter[str] = Counter()
     try:
-        lines = log_path.read_text(errors="replace").splitlines()
+        return checks.error_lines(log_path.read_text(errors="replace").splitlines())
     except OSError:
-        return found
-    for line in lines:
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            if "Traceback" in line:
-                found["(traceback)"] += 1
-            continue
-        if isinstance(entry, dict) and str(entry.get("level", "")).lower() in ("error", "critical"):
-            found[str(entry.get("event", ""))[:120]] += 1
-    return found
+        return Counter()
 
 
 def print_summary(result: dict[str, Any]) -> None:

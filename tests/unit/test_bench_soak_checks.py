@@ -142,3 +142,10 @@ def test_the_job_stream_is_the_same_for_one_seed_and_both_kinds_are_queued_in_on
         assert body["kind"] == plan.kind
         assert body["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "lq"
         assert "kueue.x-k8s.io/podset-required-topology" in str(body["spec"])
+
+
+def test_error_level_log_lines_and_tracebacks_are_counted_by_event() -> None:
+    lines = ['{"event": "reconciled", "level": "info"}', '{"event": "reconcile failed", "level": "error"}',
+             '{"event": "reconcile failed", "level": "error"}', '{"event": "watch broke", "level": "warning"}',
+             "Traceback (most recent call last):", "not json"]
+    assert checks.error_lines(lines) == {"reconcile failed": 2, "(traceback)": 1}
