@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install binaries kueue test-flakes scheduler-plugins volcano real-node-deps real-binaries images helm argo prometheus test test-real test-real-two-nodes test-tools unit lint run bench chaos clean tf-heartbeat
+.PHONY: install binaries kueue test-flakes scheduler-plugins volcano real-node-deps real-binaries images helm argo prometheus test test-real test-real-two-nodes test-tools unit lint run bench chaos soak clean tf-heartbeat
 
 # Two distributions from this repository: the operator (.) and the user tools it builds on (client/).
 $(VENV)/.installed: setup.cfg pyproject.toml client/setup.cfg
@@ -115,6 +115,13 @@ bench: install binaries
 # The fault-injection suite at full size (the test command runs a CI-sized version).
 chaos: install binaries
 	CHAOS_SCALE=full $(BIN)/pytest tests/integration/controller/chaos
+
+# Every feature at once (Kueue + TAS + gang + NetworkPolicy + failure rules + progress) for SOAK_MINUTES
+# under a mixed stream of jobs and faults, on a devcluster and Kueue of its own; exits 1 on any broken
+# invariant (bench/soak.py says which). Results in bench/results/soak.json.
+SOAK_MINUTES ?= 30
+soak: install binaries kueue
+	$(BIN)/python -m bench.soak --minutes $(SOAK_MINUTES)
 
 # The heartbeat helper (tfheartbeat/) with real TensorFlow: not part of `make test`, because
 # tensorflow-cpu (about 250 MB) takes minutes to install. Installed once into its own virtualenv,
