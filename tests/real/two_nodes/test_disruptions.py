@@ -281,8 +281,4 @@ def test_a_node_lost_without_notice_under_training_costs_no_restart_and_the_job_
     def bring_back() -> None:
         real_cluster.start_component(node.kubelet_component, timeout=120.0)
         wait_for(lambda: node_ready(kubectl, lost) == "True", 180, f"{lost} Ready again")
-    cost = train_through(kubectl, real_cluster, example, "node-lost", name, lose, bring_back)
-    if example.file == ALLREDUCE.file:
-        # No SIGTERM reached the lost worker: the group resumes from its last SIGTERM checkpoint (or the
-        # start), which is the program's documented limit; the count is recorded, not bounded.
-        assert cost.resumed_at is not None or cost.step_before is not None, cost
+    train_through(kubectl, real_cluster, example, "node-lost", name, lose, bring_back)
