@@ -565,12 +565,12 @@ class Reconciler:
         self.metrics.on_state_change(state, current.get("reason", ""))
 
     def _emit_events(self, acting: Acting) -> None:
-        """State changes one event each; creates and deletes one summary event per reconcile, so a
-        1 000-worker job costs a few events rather than a thousand."""
+        """State changes one event each; creates (but a job's first, told by its Created condition) and
+        deletes one summary event per reconcile: a 1 000-worker job costs a few events, not a thousand."""
         if self.recorder is None:
             return
         job, plan, outcome = acting.job, acting.plan, acting.outcome
-        if outcome.created:
+        if outcome.created and not (plan.creates_told_by_condition and not (acting.problems or acting.refusals)):
             self.recorder.record(job, "Normal", "SuccessfulCreate", _summary("Created", outcome.created))
         if outcome.deleted:
             reasons = sorted({d.reason for d in plan.delete_pods})

@@ -52,6 +52,9 @@ class Plan:
     events: list[Event] = field(default_factory=list)
     requeue_after: float | None = None
     delete_job: bool = False
+    # The job's first pass: its Created condition, written with the pods' first state, tells of the
+    # pods and Service this pass creates, so they need no `SuccessfulCreate` event of their own.
+    creates_told_by_condition: bool = False
 
     def child(self, kind: str) -> Step:
         """The step for the owned object of that kind (an empty one, added, when none is planned yet)."""

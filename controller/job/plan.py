@@ -129,6 +129,7 @@ class _Planner(FailureHandling):
     def plan(self) -> Plan:
         if cond.find(self.conditions, cond.CREATED) is None:
             self.condition(cond.CREATED, True, "JobCreated", f"{self.kind} {self.name} is created.")
+            self.out.creates_told_by_condition = True
         if cond.is_true(self.conditions, cond.SUCCEEDED) or cond.is_true(self.conditions, cond.FAILED):
             self._finished()
         else:
@@ -412,7 +413,10 @@ class _Planner(FailureHandling):
                 all_running = False
         if all_running:
             message = f"{self.kind} {self.name} is running."
-            if self.condition(cond.RUNNING, True, "JobRunning", message):
+            # The first Running is told by its condition (as Kubernetes' Job and Kubeflow do); running
+            # again after a restart, a suspension or a repair is news, and gets an event.
+            again = cond.find(self.conditions, cond.RUNNING) is not None
+            if self.condition(cond.RUNNING, True, "JobRunning", message) and again:
                 self.out.events.append(Event("Normal", "JobRunning", message))
             self.condition_false(cond.RESTARTING, "JobRunning", message)
         elif cond.is_true(self.conditions, cond.RESTARTING):

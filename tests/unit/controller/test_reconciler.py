@@ -280,15 +280,44 @@ class Recorder:
         self.events.append((kind, reason, message))
 
 
-def test_creates_and_state_changes_are_recorded_as_events(kube: Mock) -> None:
+def created_condition(job: dict[str, Any]) -> dict[str, Any]:
+    job["status"] = {"conditions": [{"type": "Created", "status": "True", "reason": "JobCreated",
+                                     "message": "TensorFlowJob j is created.", "lastTransitionTime": format_time(NOW),
+                                     "lastUpdateTime": format_time(NOW)}]}
+    return job
+
+
+def test_a_jobs_first_creates_are_told_by_its_created_condition_not_by_an_event(kube: Mock) -> None:
     recorder = Recorder()
     rec = Reconciler(kube, FakeCaches(make_job(workers=12)), clock=FakeClock(wall=NOW), recorder=recorder)  # type: ignore[arg-type]
+    outcome = rec.reconcile("ns/j")
+    assert len(outcome.created) == 13 and recorder.events == []
+
+
+def test_creates_for_a_job_already_created_are_one_summary_event(kube: Mock) -> None:
+    recorder = Recorder()
+    job = created_condition(make_job(workers=12))
+    rec = Reconciler(kube, FakeCaches(job), clock=FakeClock(wall=NOW), recorder=recorder)  # type: ignore[arg-type]
     rec.reconcile("ns/j")
     reasons = [reason for _, reason, _ in recorder.events]
     assert reasons == ["SuccessfulCreate"]
     message = recorder.events[0][2]
     assert message.startswith("Created 13 object(s): j-worker-0, j-worker-1,")
     assert message.endswith("and 3 more")
+
+
+def test_a_jobs_first_creates_get_their_event_when_one_was_refused(kube: Mock) -> None:
+    def create(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        if body["metadata"]["name"] == "j-worker-1":
+            raise ApiError(403, "Forbidden", 'pods "j-worker-1" is forbidden: exceeded quota: q, requested: pods=1')
+        return body
+    kube.create.side_effect = create
+    recorder = Recorder()
+    rec = Reconciler(kube, FakeCaches(make_job()), clock=FakeClock(wall=NOW), recorder=recorder)  # type: ignore[arg-type]
+    with pytest.raises(RequeueError, match="quota"):
+        rec.reconcile("ns/j")
+    created = [message for _, reason, message in recorder.events if reason == "SuccessfulCreate"]
+    assert created == ["Created 2 object(s): j-worker-0, service/j"]
 
 
 def test_unreadable_owner_of_an_existing_pod_is_retried_not_called_a_conflict(kube: Mock) -> None:

@@ -68,6 +68,24 @@ def test_all_pods_running_makes_the_job_running_with_replica_statuses() -> None:
         "selector": "tensorflowjob.kubeflow.org/job-name=j,tensorflowjob.kubeflow.org/replica-type=worker"}
 
 
+def test_a_jobs_first_running_is_told_by_its_condition_without_an_event() -> None:
+    job = make_job(worker=2)
+    plan = run(job, pods_for(job))
+    assert condition(plan, "Running")["status"] == "True"
+    assert [e.reason for e in plan.events] == []
+
+
+def test_running_again_after_a_suspension_is_an_event() -> None:
+    job = make_job(worker=2)
+    job = settle(job, run(job, pods_for(job)))
+    job["spec"]["suspend"] = True
+    job = settle(job, run(job, pods_for(job)))
+    job["spec"]["suspend"] = False
+    plan = run(job, pods_for(job))
+    assert condition(plan, "Running")["status"] == "True"
+    assert "JobRunning" in [e.reason for e in plan.events]
+
+
 def test_pending_pods_do_not_make_the_job_running() -> None:
     job = make_job(worker=2)
     plan = run(job, pods_for(job, phase="Pending"))
