@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from tfconfig import ROLES, tf_container_index
 from tfjob_api.names import CLUSTER_HASH_ANNOTATION, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
+from tfjob_api.timeutil import parse_time
 
 # status.reason values (set by the kubelet / scheduler / node controller) that mean "not the
 # program's fault": the pod is replaced without counting against backoffLimit.
@@ -137,6 +139,15 @@ def exit_code(pod: Mapping[str, Any]) -> int | None:
 def container_restarts(pod: Mapping[str, Any]) -> int:
     """In-place container restarts done by the kubelet (restartPolicy OnFailure/Always)."""
     return sum(int(s.get("restartCount") or 0) for s in (pod.get("status") or {}).get("containerStatuses") or [])
+
+
+def last_restart_at(pod: Mapping[str, Any]) -> datetime | None:
+    """When the pod's latest in-place container restart happened: the latest `lastState.terminated.
+    finishedAt` of its containers (None when no container restarted, or the time is not known)."""
+    times = [parse_time(((s.get("lastState") or {}).get("terminated") or {}).get("finishedAt"))
+             for s in (pod.get("status") or {}).get("containerStatuses") or [] if s.get("restartCount")]
+    known = [t for t in times if t is not None]
+    return max(known) if known else None
 
 
 def node_name(pod: Mapping[str, Any]) -> str:

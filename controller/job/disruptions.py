@@ -20,7 +20,16 @@ its disruption replaces only itself. A member counts as disrupted when
   decide what such a failure means;
 * its slot is empty while the job was Running (the pod vanished without the operator seeing it end:
   deleted with grace 0, or while the operator was down), and the other members still have the
-  current TF_CONFIG (an empty slot beside stale pods is a scale-up, `plan._rescale`'s).
+  current TF_CONFIG (an empty slot beside stale pods is a scale-up, `plan._rescale`'s);
+* its node is lost (not Ready, or gone) and another member's container restarted in place within
+  `NODE_LOSS_HOLD`: a node lost without notice takes its processes at once, so their peers fail and
+  restart within seconds, while the API shows the node NotReady only after the node controller's grace
+  period (50 s by default) and evicts its pods only after the pods' toleration (300 s by default). The
+  peer's restart is the evidence that the loss broke the training (a node NotReady while its pods train
+  on, cut off from the control plane only, restarts nothing), and it is not counted: the failure
+  counting (`controller.job.failures`) leaves a member's in-place restart of a restartScope All job
+  uncounted for `NODE_LOSS_HOLD` after it, longer than the grace period, and the group restart deletes
+  the pod before that.
 
 The pods restarted are those still live (not deleted, not Succeeded) that were created before the
 disruption: for a member being deleted, before its deletion was asked for (creation times have whole
@@ -43,6 +52,11 @@ from tfjob_api.timeutil import parse_time
 
 MEMBER_ROLES = ("chief", "ps", "worker")
 """The roles in TF_CONFIG's cluster: the training needs every one of their pods."""
+
+NODE_LOSS_HOLD = timedelta(seconds=90)
+"""How long a member's in-place restart of a restartScope All job waits before it counts: long enough
+for a lost node (the node controller's grace period, 50 s by default) to show as NotReady, after which
+the group restart for the lost node takes the restart's pod with it, uncounted."""
 
 HOW = {  # a DisruptionTarget condition's reason, in words
     "EvictionByEvictionAPI": "evicted",
@@ -101,13 +115,15 @@ def group_restart(
     *,
     empty_slots: Iterable[str] = (),
     uncounted: Callable[[Mapping[str, Any]], bool] = lambda _pod: True,
+    node_lost: Callable[[Mapping[str, Any]], bool] = lambda _pod: False,
 ) -> GroupRestart | None:
     """The group restart one or more disrupted members call for, or None.
 
     `pods` are every pod of the job as the cache shows them, `live` those neither terminating nor
     being deleted by the operator; `empty_slots` name the pods of member slots with no pod at all, given only
     while the job is Running and its live members have the current TF_CONFIG; `uncounted(pod)` says
-    whether a Failed, disrupted pod is a disruption to repair (no failure rule claims it)."""
+    whether a Failed, disrupted pod is a disruption to repair (no failure rule claims it); `node_lost(pod)`
+    whether a live pod's node is lost (not Ready, or gone)."""
     if spec.get("restartScope") != "All":
         return None
     live = list(live)
@@ -115,10 +131,16 @@ def group_restart(
     taken: list[str] = []
     since: datetime | None = None  # the latest deletion asked for by someone else
     now_too = False  # a live member disrupted, or one gone unseen: every live pod predates this pass
+    restarted = [p for p in live if is_member(p) and restarted_in_hold(p, now)]
     for pod in pods:
         if not is_member(pod):
             continue
         asked = deletion_asked(pod)
+        if asked is None and podstate.uid(pod) in live_uids and node_lost(pod) \
+                and any(other is not pod for other in restarted):
+            now_too = True
+            taken.append(f"{podstate.name(pod)} (lost with its node)")
+            continue
         if asked is None:
             if podstate.uid(pod) not in live_uids or not podstate.is_disrupted(pod):
                 continue
@@ -138,6 +160,12 @@ def group_restart(
     if not restart:
         return None
     return GroupRestart(tuple(taken), restart)
+
+
+def restarted_in_hold(pod: Mapping[str, Any], now: datetime) -> bool:
+    """Whether the pod's latest in-place restart came less than `NODE_LOSS_HOLD` ago."""
+    last = podstate.last_restart_at(pod)
+    return last is not None and now - last < NODE_LOSS_HOLD
 
 
 def _created_before(pod: Mapping[str, Any], moment: datetime) -> bool:

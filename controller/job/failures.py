@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from controller.job import budgets, stalled
+from controller.job import budgets, disruptions, stalled
 from controller.job.draft import Event, PlanDraft
 from controller.job.failurepolicy import FAIL_JOB, IGNORE, RESTART_JOB, Decision, Failure, decide, failure_of
 from tfconfig import role_replicas
@@ -171,7 +171,7 @@ class FailureHandling(PlanDraft):
         self._counted_failed_pods.update(podstate.uid(p) for p in fresh)
         live_by_role: dict[str, int] = {}
         for pod in self.live_pods():
-            if pod not in retried:
+            if pod not in retried and not self._restart_on_hold(pod):
                 role = (podstate.slot(pod) or ("", 0))[0]
                 live_by_role[role] = live_by_role.get(role, 0) + podstate.container_restarts(pod)
         counts = budgets.published_counts(self.status)
@@ -181,6 +181,18 @@ class FailureHandling(PlanDraft):
         total = max(int(self.status.get("restartCount") or 0), base + sum(live_by_role.values()))
         self.status["restartCount"] = total
         return total
+
+    def _restart_on_hold(self, pod: Mapping[str, Any]) -> bool:
+        """Whether a member's in-place restarts of a restartScope All job wait to be counted: its latest
+        came less than `disruptions.NODE_LOSS_HOLD` ago, time for a lost node to show (a requeue comes
+        back for the count); a group restart for that node takes the pod uncounted meanwhile."""
+        if self.spec.get("restartScope") != "All" or not disruptions.is_member(pod):
+            return False
+        last = podstate.last_restart_at(pod)
+        if last is None or not disruptions.restarted_in_hold(pod, self.now):
+            return False
+        self.out.requeue_in((last + disruptions.NODE_LOSS_HOLD - self.now).total_seconds())
+        return True
 
     def role_restarts(self) -> dict[str, int]:
         """Each role's restart count: as counted by this plan, else as last published."""

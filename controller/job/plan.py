@@ -299,7 +299,8 @@ class _Planner(FailureHandling):
         if self.spec.get("restartScope") != "All":
             return
         found = disruptions.group_restart(self.spec, self.observed.all(), self.live_pods(), self.now,
-                                          empty_slots=self._vanished_members(), uncounted=self._uncounted)
+                                          empty_slots=self._vanished_members(), uncounted=self._uncounted,
+                                          node_lost=self._node_lost)
         if found is None:
             return
         for pod in found.restart:
@@ -315,6 +316,10 @@ class _Planner(FailureHandling):
             return []
         return [pod_name(self.name, role, index) for role, index in desired_pod_keys(self.job)
                 if role in disruptions.MEMBER_ROLES and not self.observed.by_slot.get((role, index))]
+
+    def _node_lost(self, pod: Mapping[str, Any]) -> bool:
+        node = podstate.node_name(pod)
+        return bool(node) and self.node_ready(node) is NOT_READY
 
     def _uncounted(self, pod: Mapping[str, Any]) -> bool:
         """Whether a failed pod's failure is a disruption no failure rule claims."""

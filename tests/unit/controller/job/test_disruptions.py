@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from controller.job.builders import build_service
-from controller.job.disruptions import deletion_asked, group_restart, how
+from controller.job.disruptions import NODE_LOSS_HOLD, deletion_asked, group_restart, how
 from controller.job.kinds import TENSORFLOWJOB
 from controller.job.plan import PlanInputs, plan_job
 from tests.support.jobs import make_job, pods_for
@@ -218,3 +218,87 @@ def test_a_member_gone_unseen_restarts_peers_created_in_the_same_second() -> Non
     pods = [p for p in pods_for(job, creationTimestamp=format_time(NOW)) if p["metadata"]["name"] != "j-worker-1"]
     found = group_restart(job["spec"], pods, live(pods), NOW + timedelta(milliseconds=300), empty_slots=["j-worker-1"])
     assert found is not None and names(found.restart) == ["j-worker-0"]
+
+
+# ---- a node lost without notice ------------------------------------------------------------------
+
+
+def restarted_in_place(target: dict[str, Any], seconds_ago: float) -> None:
+    """`target` Running again after its container exited 1 `seconds_ago` and the kubelet restarted it."""
+    finished = format_time(NOW - timedelta(seconds=seconds_ago))
+    target["status"] = {"phase": "Running", "containerStatuses": [
+        {"name": "tensorflow", "restartCount": 1, "state": {"running": {"startedAt": finished}},
+         "lastState": {"terminated": {"exitCode": 1, "finishedAt": finished}}}]}
+
+
+def on_lost_node(pods: list[dict[str, Any]], name: str) -> None:
+    pod(pods, name)["spec"]["nodeName"] = "lost-node"
+
+
+def lost(candidate: dict[str, Any]) -> bool:
+    return candidate["spec"].get("nodeName") == "lost-node"
+
+
+def test_a_lost_node_restarts_the_group_once_a_peer_restarted_in_place() -> None:
+    job = make_job(worker=2, restartScope="All")
+    pods = running_pods(job)
+    on_lost_node(pods, "j-worker-1")
+    restarted_in_place(pod(pods, "j-worker-0"), seconds_ago=5)
+    found = group_restart(job["spec"], pods, live(pods), NOW, node_lost=lost)
+    assert found is not None
+    assert found.taken == ("j-worker-1 (lost with its node)",)
+    assert names(found.restart) == ["j-worker-0", "j-worker-1"]
+
+
+def test_a_lost_node_whose_pods_train_on_restarts_nothing() -> None:
+    job = make_job(worker=2, restartScope="All")
+    pods = running_pods(job)
+    on_lost_node(pods, "j-worker-1")  # cut off from the control plane, say: its peer has not failed
+    assert group_restart(job["spec"], pods, live(pods), NOW, node_lost=lost) is None
+
+
+def test_a_peer_restart_older_than_the_hold_is_no_sign_of_the_lost_node() -> None:
+    job = make_job(worker=2, restartScope="All")
+    pods = running_pods(job)
+    on_lost_node(pods, "j-worker-1")
+    restarted_in_place(pod(pods, "j-worker-0"), seconds_ago=NODE_LOSS_HOLD.total_seconds() + 30)
+    assert group_restart(job["spec"], pods, live(pods), NOW, node_lost=lost) is None
+
+
+def test_plan_counts_nothing_when_a_lost_node_broke_the_training() -> None:
+    job = running_job(worker=2, restartScope="All")
+    pods = running_pods(job)
+    on_lost_node(pods, "j-worker-1")
+    restarted_in_place(pod(pods, "j-worker-0"), seconds_ago=20)
+    plan = run(job, pods, node_ready=lambda node: node != "lost-node")
+    assert names(plan.delete_pods) == ["j-worker-0", "j-worker-1"]
+    assert not any(d.force for d in plan.delete_pods)
+    assert plan.status["restartCount"] == 0
+    assert "j-worker-1 (lost with its node)" in condition(plan, "Restarting")["message"]
+    assert condition(plan, "Restarting")["reason"] == "Disrupted"
+
+
+def test_an_all_reduce_members_in_place_restart_waits_before_it_counts() -> None:
+    job = running_job(worker=2, restartScope="All")
+    pods = running_pods(job)
+    restarted_in_place(pod(pods, "j-worker-0"), seconds_ago=10)
+    plan = run(job, pods)
+    assert plan.delete_pods == [] and plan.status["restartCount"] == 0
+    assert plan.requeue_after is not None
+    assert plan.requeue_after <= NODE_LOSS_HOLD.total_seconds() - 10
+
+
+def test_an_all_reduce_members_in_place_restart_counts_after_the_hold() -> None:
+    job = running_job(worker=2, restartScope="All")
+    pods = running_pods(job)
+    restarted_in_place(pod(pods, "j-worker-0"), seconds_ago=NODE_LOSS_HOLD.total_seconds() + 1)
+    plan = run(job, pods)
+    assert plan.status["restartCount"] == 1
+    assert plan.status["replicaStatuses"]["worker"]["restarts"] == 1
+
+
+def test_an_in_place_restart_counts_at_once_with_restart_scope_pod() -> None:
+    job = running_job(worker=2)
+    pods = running_pods(job)
+    restarted_in_place(pod(pods, "j-worker-0"), seconds_ago=10)
+    assert run(job, pods).status["restartCount"] == 1
