@@ -260,11 +260,10 @@ def test_a_worker_evicted_by_its_kubelet_is_replaced_uncounted_and_the_job_succe
 
 # ------------------------------------------------------------------------------------------ node lost
 
-# Only the parameter-server example: under all-reduce, the peers notice a lost node's worker gone before
-# the API shows it lost, fail, and that failure counts (restartCount 1 in both runs of 2026-12-06), the
-# race docs/production.md §7 "Limits" names; bench/RESULTS.md has those runs. A test that must pass
-# comes back once the operator ties a member's failure to a peer's lost node.
-@pytest.mark.parametrize("example_name", ["parameter-server"])
+# Under all-reduce the surviving worker loses its peer's process at once and is restarted in place by
+# its kubelet before the API shows the node NotReady: that restart must wait to count, and the group
+# restart for the lost node must take it first (restartCount 0, which train_through asserts).
+@pytest.mark.parametrize("example_name", EXAMPLE_NAMES)
 def test_a_node_lost_without_notice_under_training_costs_no_restart_and_the_job_succeeds(
         example_name: str, kubectl: Kubectl, real_cluster: Cluster, operator: Operator) -> None:
     example = EXAMPLES[example_name]
