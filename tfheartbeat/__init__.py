@@ -85,12 +85,14 @@ def default_progress() -> ProgressReport:
 
 
 def report(*, step: int | None = None, total_steps: int | None = None, epoch: int | None = None,
-           total_epochs: int | None = None, metrics: Mapping[str, float] | None = None) -> None:
+           total_epochs: int | None = None, metrics: Mapping[str, float] | None = None,
+           start_step: int | None = None) -> None:
     """Report how far the training is: `step`/`epoch` completed so far, out of `total_steps`/
-    `total_epochs` (either pair gives the percentage), and up to 8 named metrics. Fields left out keep
-    their last value. A bad value raises ProgressError (a ValueError) naming it. It is a beat too."""
+    `total_epochs` (either pair gives the percentage), up to 8 named metrics, and `start_step`, the step
+    this process started from (its restored checkpoint's; 0 when it started afresh). Fields left out
+    keep their last value. A bad value raises ProgressError (a ValueError) naming it. It is a beat too."""
     default_progress().update(step=step, total_steps=total_steps, epoch=epoch, total_epochs=total_epochs,
-                              metrics=metrics)
+                              metrics=metrics, start_step=start_step)
     beat()
 
 

@@ -62,6 +62,7 @@ class HeartbeatLogic:
         self.metrics_interval = metrics_interval
         self._clock = clock
         self._epoch = 0
+        self._started = False
         self._steps_per_epoch: int | None = None
         self._metrics_read: float | None = None
         self._metrics: dict[str, float | None] = {}  # the batch's and the epoch's (val_...) together
@@ -78,6 +79,10 @@ class HeartbeatLogic:
         self._report(total_epochs=total_epochs, total_steps=total_steps)
 
     def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+        if not self._started and self._steps_per_epoch:
+            # The first epoch this process trains: 0, or the one BackupAndRestore resumed at.
+            self._report(start_step=epoch * self._steps_per_epoch)
+        self._started = True
         self._epoch = epoch
 
     def on_train_batch_end(self, batch: int, logs: Any = None) -> None:

@@ -5,11 +5,15 @@
     {"step": 4500, "totalSteps": 10000, "epoch": 3, "totalEpochs": 10, "metrics": {"loss": 0.231}}
 
 Every field is optional (`{}`: nothing reported yet). `step` and `epoch` count what is *completed*, so
-`step / totalSteps` is the fraction done. `checked` is the one definition of what a report may hold:
-the trainer runs it on every `report()` (a bad value fails at the call that made it, naming the field),
-and the operator runs it again on every answer, because it trusts nothing a pod says. It keeps only the
-fields above, so a report cannot carry anything else into the job's status (a `conditions` key is
-dropped with every other unknown one; a newer trainer's extra fields do not break an older operator).
+`step / totalSteps` is the fraction done. `startStep` is the step this process's training started from:
+0 for a fresh start, the restored checkpoint's step after an interruption; with it the operator counts
+the steps an interruption cost exactly, however late its first read of the new process comes.
+
+`checked` is the one definition of what a report may hold: the trainer runs it on every `report()` (a
+bad value fails at the call that made it, naming the field), and the operator runs it again on every
+answer, because it trusts nothing a pod says. It keeps only the fields above, so a report cannot carry
+anything else into the job's status (a `conditions` key is dropped with every other unknown one; a newer
+trainer's extra fields do not break an older operator).
 
 The bounds keep a status small and cheap to store whatever a trainer sends: integers up to 10^15, at
 most `MAX_METRICS` metrics with short names, and an answer of at most `MAX_ANSWER_BYTES`. A metric is a
@@ -32,7 +36,7 @@ MAX_ANSWER_BYTES = 4096
 QUOTE_MAX = 60
 METRIC_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_./-]{0,62}$")
 
-COUNTS = {"step": 0, "totalSteps": 1, "epoch": 0, "totalEpochs": 1}
+COUNTS = {"step": 0, "totalSteps": 1, "epoch": 0, "totalEpochs": 1, "startStep": 0}
 """The integer fields and their smallest value."""
 FIELDS = (*COUNTS, "metrics")
 
@@ -91,13 +95,14 @@ class ProgressReport:
         self._lock = threading.Lock()
 
     def update(self, *, step: int | None = None, total_steps: int | None = None, epoch: int | None = None,
-               total_epochs: int | None = None, metrics: Mapping[str, Any] | None = None) -> None:
+               total_epochs: int | None = None, metrics: Mapping[str, Any] | None = None,
+               start_step: int | None = None) -> None:
         """Set the fields given (the others keep their value); `metrics` replaces the metrics. Integers
         may be any integer type (NumPy's too), metrics anything `float()` takes. Raises
         `ProgressError` (a ValueError) for a value the operator would refuse, and changes nothing then."""
         fields: dict[str, Any] = {}
         for name, value in (("step", step), ("totalSteps", total_steps), ("epoch", epoch),
-                            ("totalEpochs", total_epochs)):
+                            ("totalEpochs", total_epochs), ("startStep", start_step)):
             if value is not None:
                 try:
                     fields[name] = operator.index(value)

@@ -3,14 +3,16 @@
 When the reporting pod is replaced (a disruption, a group restart, a suspension and resume, a failure)
 or its container restarts, the training starts again from its last checkpoint, and the steps done
 since that checkpoint are done again. The operator sees it in the reports: the last step it read from
-the old process, then the first step the new one reports. Their difference is what the interruption
-cost, as far as the operator could see (the last report read may be up to one `periodSeconds` older
-than the interruption, so the true loss can be larger by what was trained in that time).
+the old process, then where the new one started -- its `startStep` when it reports one (the step its
+restored checkpoint holds, 0 when it started over), else the first step it reports, which a read that
+comes late can put past the steps done again. Their difference is what the interruption cost, as far
+as the operator could see (the last report read may be up to one `periodSeconds` older than the
+interruption, so the true loss can be larger by what was trained in that time).
 
     progress:
       lastResume:
         time: "2026-12-06T09:00:00Z"  # when the operator first read the new process's step
-        step: 90                      # the first step it reported
+        step: 90                      # the step it started from (startStep), else the first it reported
         stepBefore: 100               # the last step read before the interruption
         stepsLost: 10                 # stepBefore - step (0 when the training lost nothing)
 
@@ -43,6 +45,9 @@ def resumed(before: Mapping[str, Any] | None, before_from: str, report: Mapping[
     step_before, step = before.get("step"), report.get("step")
     if not isinstance(step_before, int) or not isinstance(step, int):
         return None
+    start = report.get("startStep")
+    if isinstance(start, int) and start <= step:  # where it started; past its own step it is no start
+        step = start
     return {"time": format_time(at), "step": step, "stepBefore": step_before, "stepsLost": max(0, step_before - step)}
 
 

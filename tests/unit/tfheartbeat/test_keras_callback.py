@@ -182,7 +182,20 @@ def test_the_callback_reports_steps_and_epochs_out_of_what_fit_was_asked(fake_ke
     fit([callback], epochs=2, steps=3, clock=clock,
         on_step=lambda epoch, step: seen.append((report.document().get("step"), report.document().get("epoch"))))
     assert seen == [(None, None), (1, None), (2, None), (3, 1), (4, 1), (5, 1)]
-    assert report.document() == {"totalEpochs": 2, "totalSteps": 6, "step": 6, "epoch": 2, "metrics": {"loss": 0.1}}
+    assert report.document() == {"totalEpochs": 2, "totalSteps": 6, "step": 6, "epoch": 2, "metrics": {"loss": 0.1},
+                                 "startStep": 0}
+
+
+def test_a_fit_resumed_by_backup_and_restore_reports_the_step_it_started_from(fake_keras: types.ModuleType) -> None:
+    clock = FakeClock()
+    report = tfheartbeat.ProgressReport()
+    callback = tfheartbeat.HeartbeatCallback(Heartbeat(None, clock=clock.now), report, clock=clock.now)
+    callback.set_params({"epochs": 5, "steps": 10})
+    callback.on_train_begin()
+    callback.on_epoch_begin(3)  # BackupAndRestore restored the end of epoch 3: fit starts at the fourth
+    callback.on_train_batch_end(0, {"loss": 1.0})
+    callback.on_epoch_begin(4)
+    assert report.document()["startStep"] == 30 and report.document()["step"] == 31
 
 
 def test_the_callback_reads_batch_metrics_at_most_once_per_interval(fake_keras: types.ModuleType) -> None:

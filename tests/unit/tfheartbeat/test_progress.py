@@ -36,7 +36,8 @@ def free_port() -> int:
 
 
 def test_a_full_report_is_kept_as_it_is() -> None:
-    report = {"step": 4500, "totalSteps": 10000, "epoch": 3, "totalEpochs": 10, "metrics": {"loss": 0.25}}
+    report = {"step": 4500, "totalSteps": 10000, "epoch": 3, "totalEpochs": 10, "metrics": {"loss": 0.25},
+              "startStep": 4000}
     assert checked(report) == report
 
 
@@ -53,6 +54,7 @@ def test_a_metric_that_is_not_finite_becomes_null() -> None:
 @pytest.mark.parametrize(("report", "message"), [
     ([1, 2], "a progress report is a JSON object, not list"),
     ({"step": -1}, "step must be between 0 and"),
+    ({"startStep": -1}, "startStep must be between 0 and"),
     ({"totalSteps": 0}, "totalSteps must be between 1 and"),
     ({"epoch": 10**16}, "epoch must be between 0 and"),
     ({"step": 1.5}, "step must be an integer, not float"),

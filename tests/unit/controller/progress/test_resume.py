@@ -40,6 +40,16 @@ def test_a_resume_past_the_last_step_read_lost_nothing_the_operator_saw() -> Non
     assert resumed({"step": 100}, "uid-old/0", {"step": 104}, "uid-new/0", AT)["stepsLost"] == 0  # type: ignore[index]
 
 
+def test_a_late_first_read_counts_from_the_step_the_new_process_started_at() -> None:
+    # The new run started over and had trained 150 steps again by the operator's first read.
+    assert resumed({"step": 150}, "uid-old/0", {"step": 150, "startStep": 0}, "uid-new/0", AT) == {
+        "time": "2026-12-06T09:00:00Z", "step": 0, "stepBefore": 150, "stepsLost": 150}
+
+
+def test_a_start_step_past_the_reported_step_is_not_taken() -> None:
+    assert resumed({"step": 100}, "uid-old/0", {"step": 91, "startStep": 95}, "uid-new/0", AT)["step"] == 91  # type: ignore[index]
+
+
 def test_the_event_is_posted_when_the_status_first_shows_the_resume() -> None:
     resume = {"time": "2026-12-06T09:00:00Z", "step": 91, "stepBefore": 100, "stepsLost": 9}
     after = {"progress": {"step": 91, "lastResume": resume}}
