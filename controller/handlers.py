@@ -109,7 +109,8 @@ class JobEventHandlers:
 
     def job_updated(self, old: Mapping[str, Any], new: Mapping[str, Any], prefix: str = "") -> None:
         key = prefix + object_key(new)
-        if old is not new and self.memory.wrote(key, new["metadata"].get("resourceVersion")):
+        if old is not new and self.memory.wrote(key, new["metadata"].get("resourceVersion"),
+                                                old["metadata"].get("resourceVersion")):
             return  # the echo of our own status write: the reconcile that wrote it saw everything else
         self.queue.add(key)
 

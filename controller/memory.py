@@ -29,7 +29,8 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,6 +94,7 @@ class JobMemory:
         self.progress = progress if progress is not None else ProgressBook(clock)
         self._lock = threading.Lock()
         self._written: dict[str, _Written] = {}
+        self._in_flight: dict[str, str] = {}  # key -> the resourceVersion a status write in flight is guarded by
         self._deferred: dict[str, _Deferred] = {}
         self._validated: dict[str, dict[Check, _Validated]] = {}
 
@@ -129,16 +131,32 @@ class JobMemory:
             del self._written[key]
             return cached
 
-    def wrote(self, key: str, resource_version: str | None) -> bool:
+    def wrote(self, key: str, resource_version: str | None, before: str | None = None) -> bool:
         """Whether this version of the job, just cached, is the one our last status write produced.
-        If so the cache has caught up with the write and the overlay is let go."""
+        If so the cache has caught up with the write and the overlay is let go. `before` is the version
+        the cache held until now: the first change after the version a status write in flight is
+        guarded by is that write's (any other writer's change would make it fail with a conflict,
+        which requeues the job), so it is known for ours even when it arrives before the answer."""
         with self._lock:
+            if before is not None and self._in_flight.get(key) == before:
+                return True
             written = self._written.get(key)
             echo = (resource_version is not None and written is not None
                     and written.job["metadata"].get("resourceVersion") == resource_version)
             if echo:
                 del self._written[key]
         return echo
+
+    @contextmanager
+    def writing(self, key: str, base_resource_version: str) -> Iterator[None]:
+        """Around a status write guarded by `base_resource_version` (see `wrote`)."""
+        with self._lock:
+            self._in_flight[key] = base_resource_version
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._in_flight.pop(key, None)
 
     # ---- the deferred status ---------------------------------------------------------------------
 

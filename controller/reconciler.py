@@ -108,9 +108,7 @@ class RequeueError(Exception):
 
 class Reconciler:
     def __init__(
-        self,
-        kube: Kube,
-        caches: Caches,
+        self, kube: Kube, caches: Caches,
         options: ControllerOptions = DEFAULTS,
         *,
         memory: JobMemory | None = None,
@@ -522,14 +520,14 @@ class Reconciler:
         path = resource_path(kind.group, kind.version, kind.plural, meta["namespace"], meta["name"], "status")
         try:
             try:
-                updated = self._patch_status(path, meta, old, new)
+                updated = self._patch_status(key, path, meta, old, new)
             except ApiError as error:
                 if error.status != 422 or "progress" not in new:
                     raise
                 # Refused as invalid: what a pod reported must never keep the rest of the status from
                 # being written (it would be refused on every reconcile, and the job never end).
                 self._refused_status(job, error)
-                updated = self._patch_status(path, meta, old, without_progress(new, str(error.message)))
+                updated = self._patch_status(key, path, meta, old, without_progress(new, str(error.message)))
         except ApiError as error:
             self.memory.forget_written(key)
             if error.not_found:
@@ -542,10 +540,11 @@ class Reconciler:
         self._count_transition(job.get("status") or {}, status)
         return updated
 
-    def _patch_status(self, path: str, meta: Mapping[str, Any], old: Mapping[str, Any],
+    def _patch_status(self, key: str, path: str, meta: Mapping[str, Any], old: Mapping[str, Any],
                       new: Mapping[str, Any]) -> dict[str, Any]:
         body = {"metadata": {"resourceVersion": meta["resourceVersion"]}, "status": merge_patch(old, new)}
-        return retry_transient(self.kube.patch)(path, body)
+        with self.memory.writing(key, meta["resourceVersion"]):  # its echo can beat its answer
+            return retry_transient(self.kube.patch)(path, body)
 
     def _refused_status(self, job: Mapping[str, Any], error: ApiError) -> None:
         log.warning("status refused as invalid; writing it without progress", job=job["metadata"]["name"],

@@ -193,6 +193,28 @@ def test_the_echo_of_our_own_status_write_enqueues_nothing_but_any_other_update_
     assert drain(controller) == ["ns/j"]
 
 
+def test_the_echo_of_a_status_write_that_beats_its_answer_enqueues_nothing(kube: Mock) -> None:
+    controller = Controller(kube, ControllerOptions(kueue="off"))
+
+    def patch(path: str, body: dict[str, Any], **_: Any) -> dict[str, Any]:
+        written = {**a_job("11"), "status": body["status"]}
+        controller.handlers.job_updated(a_job("10"), written)  # the watch is faster than the answer
+        return written
+    kube.create.side_effect = lambda path, body, **_: body
+    kube.patch.side_effect = patch
+    controller.caches.jobs.store.add(a_job("10"))
+    controller.reconciler.reconcile("ns/j")  # creates
+    controller.reconciler.reconcile("ns/j")  # writes the status
+    assert kube.patch.called
+    assert drain(controller) == []
+
+
+def test_a_change_by_someone_else_while_no_status_write_is_in_flight_enqueues_the_job(kube: Mock) -> None:
+    controller = Controller(kube, ControllerOptions(kueue="off"))
+    controller.handlers.job_updated(a_job("10"), a_job("11"))
+    assert drain(controller) == ["ns/j"]
+
+
 def test_a_deleted_job_is_forgotten_entirely_and_reconciled_once_more(kube: Mock) -> None:
     controller = Controller(kube)
     job = {"metadata": {"name": "j", "namespace": "ns", "uid": "uid-1", "resourceVersion": "7"}}

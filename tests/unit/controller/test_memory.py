@@ -174,3 +174,12 @@ def test_forget_drops_the_validation_memo_too() -> None:
     memory.forget("ns/j")
     memory.validated("ns/j", job, check)
     assert checked == ["j", "j"]
+
+
+def test_the_first_change_after_a_guarded_status_write_in_flight_is_its_echo() -> None:
+    memory = JobMemory()
+    with memory.writing("ns/j", "10"):
+        assert memory.wrote("ns/j", "11", before="10")
+        assert not memory.wrote("ns/j", "12", before="11")  # a later change is someone's
+        assert not memory.wrote("ns/k", "11", before="10")
+    assert not memory.wrote("ns/j", "11", before="10")  # the write answered: back to the written overlay
