@@ -5,6 +5,10 @@ Its metrics and health ports are picked (and reserved, devcluster/ports.py) each
 once for its lifetime: a test stops the shared operator and starts it again later, and a port free
 when it was first picked may be someone else's by then. A start whose port was taken anyway between
 the pick and the bind is retried with new ports.
+
+`started_at` is the wall-clock time of the last spawn: the operator reads what the cluster offers
+(Kueue's API and Configuration, the served kinds) once, at start, so a fixture can tell whether a
+running operator started after something it must have seen.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import pathlib
 import signal
 import subprocess
 import sys
+import time
 import urllib.request
 
 from devcluster import ports
@@ -42,6 +47,7 @@ class Operator:
         self.kubeconfig = kubeconfig
         self.extra = list(extra or [])
         self.process: subprocess.Popen[bytes] | None = None
+        self.started_at: float | None = None  # time.time() of the last spawn
         self._log_offset = 0
 
     @property
@@ -73,6 +79,7 @@ class Operator:
         self.metrics_port, self.health_port = picked["metrics"], picked["health"]
         self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child for its lifetime
+        self.started_at = time.time()
         self.process = subprocess.Popen(self.args, stdout=log, stderr=subprocess.STDOUT, cwd=self.cwd)
         log.close()
 

@@ -1,6 +1,7 @@
 """The test operator (tests/support/operator.py) takes its ports when it starts, not once for its life:
 a restart whose old port another process now holds comes up on new ones, and a start that loses a port
-between the pick and the bind is retried.
+between the pick and the bind is retried. It also says when it last started (`started_at`), which
+fixtures compare with what the operator must have seen at its start.
 
 The operator here is a stand-in with the real one's flags and endpoints (`--metrics-addr`,
 `--health-addr`, /readyz), so these run without a cluster.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import socket
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -87,3 +89,14 @@ def test_a_stopped_operator_gives_its_ports_back(operator: Operator, tmp_path: P
     held = {operator.metrics_port, operator.health_port}
     operator.stop()
     assert not {int(p.name) for p in (tmp_path / "reservations").iterdir() if p.name.isdigit()} & held
+
+
+def test_started_at_is_the_wall_time_of_the_last_start(operator: Operator) -> None:
+    assert operator.started_at is None
+    before = time.time()
+    operator.start()
+    first = operator.started_at
+    assert first is not None and before <= first <= time.time()
+    operator.stop()
+    operator.start()
+    assert operator.started_at is not None and operator.started_at > first

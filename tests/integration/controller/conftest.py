@@ -5,15 +5,22 @@ CRDs switched for the kind by `CrdScheme`).
 
 The operator runs as a real `tfjob-operator run --kubeconfig ...` subprocess (session-scoped; tests
 that kill or restart it start their own with `start_operator`). Its log is printed when a test fails.
+
+Tests that need an operator with other flags (a gang scheduler, every feature on) ask
+`standing_operator` for one: it runs in place of the session's and is left running for the next
+test that asks for the same flags under the same CRDs, so a module of such tests pays for one start
+instead of two starts and two stops per test. Any other test stops it and has the session's back.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import pathlib
 import shutil
 import subprocess
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -59,7 +66,9 @@ class CrdScheme:
 
     Tests of either kind ask for their scheme (`use`); a switch stops the session operator, changes
     the CRDs, drops kubectl's discovery cache (it would still map `tfjob` to the other kind) and
-    starts the operator again, so under "kubeflow" it serves TFJobs (--kubeflow-tfjob=auto)."""
+    starts the operator again if it was running, so under "kubeflow" it serves TFJobs
+    (--kubeflow-tfjob=auto). A standing operator (`standing_operator`) is stopped: it learned the
+    kinds served at its start."""
 
     def __init__(self, cluster: Any, api: Kube) -> None:
         self.cluster, self.api = cluster, api
@@ -68,7 +77,8 @@ class CrdScheme:
     def use(self, scheme: str) -> None:
         if scheme == self.current:
             return
-        shared = _SESSION_OPERATOR[0] if _SESSION_OPERATOR else None
+        _drop_standing(restart_shared=False)
+        shared = _SESSION_OPERATOR[0] if _SESSION_OPERATOR and _SESSION_OPERATOR[0].running() else None
         if shared is not None:
             shared.stop()
         if scheme == "kubeflow":
@@ -154,11 +164,71 @@ def operator(cluster: Any, crd: None) -> Iterator[Operator]:
 def _session_operator_running(request: pytest.FixtureRequest) -> None:
     """The shared operator, started afresh for a test that uses it if it is not running: it died, or a
     test that stopped it could not start it again. That test's failure stays its own, not every later
-    test's."""
+    test's. A test that does not ask for the standing operator stops it first (and has the session's
+    started again, unless it stops that one itself); one that does leaves the session's stopped."""
+    if "standing_operator" in request.fixturenames:
+        return  # (the session's stays stopped: the standing one runs in its place)
+    _drop_standing(restart_shared="no_session_operator" not in request.fixturenames)
     if "operator" in request.fixturenames:
         shared = request.getfixturevalue("operator")
         if isinstance(shared, Operator) and not shared.running():
             shared.start()
+
+
+@dataclass
+class _Standing:
+    """The operator `standing_operator` keeps, with what it was started for."""
+
+    flags: tuple[str, ...]
+    scheme: str  # CrdScheme.current at its start: it learns the served kinds then
+    process: Operator
+
+
+_STANDING: list[_Standing] = []  # at most one
+_STANDING_NUMBERS = itertools.count()
+
+
+def _drop_standing(restart_shared: bool = True) -> None:
+    """Stop the standing operator, if there is one, and start the session's again (with `restart_shared`)."""
+    if not _STANDING:
+        return
+    _STANDING.pop().process.stop()
+    shared = _SESSION_OPERATOR[0] if _SESSION_OPERATOR else None
+    if restart_shared and shared is not None:
+        shared.start()
+
+
+@pytest.fixture(scope="session")
+def _standing_stopped(cluster: Any) -> Iterator[None]:
+    """Stops the standing operator at the end of the session, before the cluster."""
+    yield
+    _drop_standing(restart_shared=False)
+
+
+@pytest.fixture
+def standing_operator(cluster: Any, crd: None, _standing_stopped: None) -> Callable[[list[str]], Operator]:
+    """`standing_operator(flags)`: an operator with these flags in place of the session's (stopped), kept
+    running after the test for the next one that asks for the same flags under the same CRDs; one
+    asked for with other flags or CRDs replaces it, and a test that asks for none stops it
+    (`_session_operator_running`). Ask for it after the fixtures that set the CRDs (`tfjobs`,
+    `kind_jobs`, `crd_scheme.use`): the operator learns the served kinds at start. A test may kill
+    and start it again; one that left it stopped has it started again by the next."""
+    def standing(flags: list[str]) -> Operator:
+        key = (tuple(flags), _SCHEME[0].current)
+        if _STANDING and (_STANDING[0].flags, _STANDING[0].scheme) != key:
+            _drop_standing(restart_shared=False)
+        shared = _SESSION_OPERATOR[0] if _SESSION_OPERATOR else None
+        if shared is not None:
+            shared.stop()
+        if not _STANDING:
+            process = Operator(str(cluster.kubeconfig), f"standing-{next(_STANDING_NUMBERS)}", list(flags))
+            process.log_path.unlink(missing_ok=True)  # (a file of an earlier session)
+            _STANDING.append(_Standing(*key, process))
+        process = _STANDING[0].process
+        if not process.running():
+            process.start()
+        return process
+    return standing
 
 
 @pytest.fixture
@@ -205,6 +275,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             process = item.funcargs.get(name) if hasattr(item, "funcargs") else None
             if isinstance(process, Operator):
                 report.sections.append((f"{name} log (tail)", process.tail()))
+        if _STANDING and "standing_operator" in getattr(item, "fixturenames", ()):
+            report.sections.append(("standing operator log (tail)", _STANDING[0].process.tail()))
 
 
 class TfJobs:

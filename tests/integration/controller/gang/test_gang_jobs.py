@@ -76,11 +76,12 @@ def running(tfjobs: TfJobs, job: str) -> int:
 
 
 @pytest.fixture
-def gang_operator(tfjobs: TfJobs, scheduler_runs: bool, no_session_operator: None,
-                  start_operator: Callable[..., Operator]) -> Operator:
-    """An operator with the gang scheduler, in place of the session's (which has none). `tfjobs`
-    comes first: it may switch the cluster's CRDs, which restarts the session operator."""
-    return start_operator(GANG_FLAGS)
+def gang_operator(tfjobs: TfJobs, scheduler_runs: bool,
+                  standing_operator: Callable[[list[str]], Operator]) -> Operator:
+    """An operator with the gang scheduler, in place of the session's (which has none), kept for the
+    next test that wants it. `tfjobs` comes first: it may switch the cluster's CRDs, which the
+    operator reads at start."""
+    return standing_operator(GANG_FLAGS)
 
 
 @pytest.mark.tools
@@ -163,9 +164,9 @@ def test_the_pod_group_follows_scaling_suspension_and_deletion(
 
 
 def test_a_tfjobs_scheduling_policy_reaches_its_pod_group_and_raises_no_ignored_field_event(
-        kubeflow_tfjobs: TfJobs, scheduler_runs: bool, no_session_operator: None,
-        start_operator: Callable[..., Operator], gang_pool: Callable[..., GangPool]) -> None:
-    start_operator(GANG_FLAGS)
+        kubeflow_tfjobs: TfJobs, scheduler_runs: bool, standing_operator: Callable[[list[str]], Operator],
+        gang_pool: Callable[..., GangPool]) -> None:
+    standing_operator(GANG_FLAGS)
     pool = gang_pool(cpus=10, nodes=1)
     kubeflow_tfjobs.create("mnist", ps=gang_role(1, pool), worker=gang_role(3, pool),
                            schedulingPolicy={"minAvailable": 3, "scheduleTimeoutSeconds": 30})

@@ -53,11 +53,11 @@ def min_count(obj: dict[str, Any] | None) -> int | None:
 
 
 @pytest.fixture
-def kubernetes_operator(tfjobs: TfJobs, no_session_operator: None,
-                        start_operator: Callable[..., Operator]) -> Operator:
-    """An operator with Kubernetes' own gang scheduling, in place of the session's (`tfjobs` first: it
-    may switch the cluster's CRDs, which restarts the session operator)."""
-    return start_operator(KUBERNETES_FLAGS)
+def kubernetes_operator(tfjobs: TfJobs, standing_operator: Callable[[list[str]], Operator]) -> Operator:
+    """An operator with Kubernetes' own gang scheduling, in place of the session's, kept for the next
+    test that wants it (`tfjobs` first: it may switch the cluster's CRDs, which the operator reads at
+    start)."""
+    return standing_operator(KUBERNETES_FLAGS)
 
 
 @pytest.fixture

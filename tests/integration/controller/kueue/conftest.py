@@ -13,8 +13,10 @@
   is gone), and both queues are deleted.
 * `tensorflowjob_crd` (session) and `workloads` (per test, a small driver for the namespace's Workloads).
 * `kind_jobs` (per test, the driver of the test's kind, `job_kind`, with the cluster's CRDs set for it)
-  and `kueue_operator` (an operator of the test's own, with default flags, started after Kueue; the
-  session operator is paused meanwhile).
+  and `kueue_operator`: the session operator (default flags), started again first if it last started
+  before Kueue's Configuration was written, since it discovers Kueue's API and reads that
+  Configuration once, at start. It then serves every Kueue test that follows, as it serves the other
+  tests; an operator per test cost each test two starts and two stops of an operator.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from devcluster.cluster import Cluster
 from devcluster.kueue import Kueue
 from kube import ApiError, Kube, resource_path
 from tests.integration.controller.conftest import CrdScheme, TfJobs, jobs_driver
+from tests.support.operator import Operator
 from tests.support.polling import wait_for
 from tfjob_api.timeutil import format_time, utcnow
 
@@ -236,10 +239,21 @@ def kind_jobs(api: Kube, namespace: str, cluster: Any, crd_scheme: CrdScheme, jo
     return jobs_driver(api, namespace, cluster, crd_scheme, job_kind)
 
 
+def kueue_configured_at(kueue: Kueue) -> float:
+    """When a Kueue manager of this cluster was last configured: the modification time of its
+    Configuration file, written (by whichever `Kueue` started it) after its CRDs were installed and
+    just before the Configuration was published in the cluster."""
+    return kueue.config_file.stat().st_mtime
+
+
 @pytest.fixture
-def kueue_operator(kueue: Any, kueue_flavors: Any, kueue_priority_classes: Any, no_session_operator: None,
-                   start_operator: Any) -> Any:
-    return start_operator()
+def kueue_operator(kueue: Kueue, kueue_flavors: Any, kueue_priority_classes: Any, operator: Operator) -> Operator:
+    """The session operator, started after Kueue's current Configuration (started again if it is
+    older: Kueue came up after it, or a Kueue with other integrations replaced the session's)."""
+    if not operator.running() or (operator.started_at or 0.0) <= kueue_configured_at(kueue):
+        operator.stop()
+        operator.start()
+    return operator
 
 
 

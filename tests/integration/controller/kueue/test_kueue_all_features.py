@@ -75,11 +75,12 @@ def queue(kueue: Any, kueue_api: Kube, kueue_priority_classes: Any, namespace: s
 
 
 @pytest.fixture
-def every_feature_operator(crd_scheme: CrdScheme, queue: str, no_session_operator: None,
-                           start_operator: Callable[..., Operator]) -> Operator:
-    """The operator with every feature on, both kinds' CRDs served."""
+def every_feature_operator(crd_scheme: CrdScheme, queue: str,
+                           standing_operator: Callable[[list[str]], Operator]) -> Operator:
+    """The operator with every feature on, both kinds' CRDs served: one for the tests of this module
+    (started after Kueue, whose API and Configuration it reads at start), in place of the session's."""
     crd_scheme.use("kubeflow")
-    return start_operator(FLAGS)
+    return standing_operator(FLAGS)
 
 
 @pytest.fixture

@@ -2,9 +2,9 @@
 
 The operator makes the Workloads of TensorFlowJobs, and of Kubeflow TFJobs too while Kueue's own
 `kubeflow.org/tfjob` integration is off, as it is for the session's Kueue (batch/job only): the
-operator under test runs with `--kueue-tfjob=auto` and learns that from Kueue's Configuration. It is
-started after Kueue is running (it detects Kueue's API at start); the shared session operator is
-paused meanwhile so only one controller acts on these jobs. Each scenario runs for both kinds.
+operator under test (the session's, `kueue_operator`) runs with `--kueue-tfjob=auto` and learns that
+from Kueue's Configuration. It runs from a start after Kueue's (it detects Kueue's API at start).
+Each scenario runs for both kinds.
 """
 
 from __future__ import annotations

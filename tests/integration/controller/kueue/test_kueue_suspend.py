@@ -5,7 +5,7 @@ The user's suspension (`spec.suspend`, a TFJob's `runPolicy.suspend`) deactivate
 are gone, and the ClusterQueue's quota goes to the job queued behind it. A resume reactivates the
 Workload and Kueue queues it again. Each test reads the ClusterQueue's own counts
 (`status.reservingWorkloads`, `admittedWorkloads`, `pendingWorkloads`) as well as the pods. The operator
-under test is started after Kueue (the session operator is paused meanwhile), as in test_kueue_jobs.py.
+under test runs from a start after Kueue's, as in test_kueue_jobs.py.
 """
 
 from __future__ import annotations
