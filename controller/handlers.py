@@ -24,6 +24,8 @@ The rules of the routing, as client-go's sample-controller and Job controller ha
   echo of our own status write (`JobMemory.wrote`); deletions, failures and disruptions go straight
   in, so repairs stay immediate. A node turning (not) Ready or going away enqueues the jobs with
   pods on it, and an event on a PodGroup (Volcano's reason for holding it) the job owning the group.
+  A Kueue ResourceFlavor created after the cache's first list enqueues the jobs whose Workloads
+  Kueue admitted with it (they wait for it: `controller.kueue.gate`).
 * So are the steps of a pod on its way to running that change nothing its job's status says
   (`podcache.changes_nothing_yet`: its containers being created; its start while a sibling is still
   Pending -- the job cannot turn Running before the last one starts --), unless the job reads its
@@ -41,6 +43,7 @@ from controller.caches import TFJOB_INFORMER, JobCaches, node_is_ready
 from controller.job import podcache, progress
 from controller.job.gang_schedulers import GangScheduler
 from controller.job.kinds import TFJOB, kind_of_owner
+from controller.kueue import protocol as kueue
 from controller.memory import JobMemory
 from controller.owned import OwnedType, Routing
 from informers.informer import SharedInformer
@@ -76,6 +79,8 @@ class JobEventHandlers:
                 self.wire_informer(declared.informer, informer)
         if caches.nodes is not None:
             caches.nodes.add_event_handler(on_update=self.node_updated, on_delete=self.node_gone)
+        if caches.flavors is not None:
+            caches.flavors.add_event_handler(on_add=self.flavor_added)
         if caches.gang_events is not None:
             caches.gang_events.add_event_handler(on_add=self.pod_group_event,
                                                  on_update=lambda _old, new: self.pod_group_event(new))
@@ -235,6 +240,22 @@ class JobEventHandlers:
         """Pod additions and routine updates wait `pod_batch_period`, and every event of the job
         within it is folded into one reconcile (the delaying queue keeps one entry per key)."""
         self.queue.add_after(key, self.pod_batch_period)
+
+    # ---- Kueue's ResourceFlavors ----------------------------------------------------------------
+
+    def flavor_added(self, flavor: Mapping[str, Any]) -> None:
+        """A flavor created after Kueue admitted a Workload naming it (a cluster set up in the same
+        breath as its jobs) would otherwise leave that job waiting for the next resync. The cache's
+        first list is skipped: every job is reconciled after it anyway."""
+        workloads = self.caches.workloads
+        if workloads is None or self.caches.flavors is None or not self.caches.flavors.has_synced():
+            return
+        name = flavor["metadata"]["name"]
+        for workload in workloads.list():
+            if name in kueue.admission(workload).flavor_names:
+                key = self.owner_key(workload)
+                if key is not None:
+                    self.queue.add(key)
 
     # ---- nodes -----------------------------------------------------------------------------------
 

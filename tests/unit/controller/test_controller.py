@@ -284,3 +284,34 @@ def test_an_event_on_a_pod_group_enqueues_the_job_owning_the_group(kube: Mock) -
                                          "reason": "Unschedulable", "message": "queue resource quota insufficient"})
     controller.handlers.pod_group_event({"involvedObject": {"kind": "PodGroup", "namespace": "ns", "name": "other"}})
     assert drain(controller) == ["ns/j"]
+
+
+def admitted_workload(owner_uid: str, flavor: str) -> dict[str, Any]:
+    workload = pod("j-workload", owner_uid)
+    workload["status"] = {"admission": {"clusterQueue": "cq", "podSetAssignments": [
+        {"name": "worker", "flavors": {"cpu": flavor}, "count": 1}]}}
+    return workload
+
+
+def test_a_flavor_created_after_admission_enqueues_the_jobs_admitted_with_it(kube: Mock, mocker: MockerFixture) -> None:
+    kube.has_api.return_value = True
+    controller = Controller(kube)
+    controller.caches.jobs.store.add(tfjob("j", {"worker": role(1)}, namespace="ns", uid="job-uid"))
+    workloads, flavors = controller.caches.workloads, controller.caches.flavors
+    assert workloads is not None and flavors is not None
+    workloads.store.add(admitted_workload("job-uid", "spot"))
+    mocker.patch.object(flavors, "has_synced", return_value=True)
+    controller.handlers.flavor_added({"metadata": {"name": "on-demand"}})
+    assert drain(controller) == []
+    controller.handlers.flavor_added({"metadata": {"name": "spot"}})
+    assert drain(controller) == ["ns/j"]
+
+
+def test_the_flavors_first_list_enqueues_nothing(kube: Mock) -> None:
+    kube.has_api.return_value = True
+    controller = Controller(kube)
+    controller.caches.jobs.store.add(tfjob("j", {"worker": role(1)}, namespace="ns", uid="job-uid"))
+    assert controller.caches.workloads is not None
+    controller.caches.workloads.store.add(admitted_workload("job-uid", "spot"))
+    controller.handlers.flavor_added({"metadata": {"name": "spot"}})
+    assert drain(controller) == []
