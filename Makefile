@@ -55,15 +55,15 @@ unit: install
 # The whole suite: lint, unit tests, integration tests against a local control plane that the test
 # session starts and stops itself (binaries built or reused from the cache), and the real-node
 # scenarios marked real_ci (real containers on a real node; the rest: `make test-real`).
-# TEST_WORKERS=3 runs them on pytest-xdist workers side by side, each with a local cluster of its own
-# (tests/conftest.py says how they are shared out). The default is still one process: the parallel
-# run has not yet been green on this 2-core machine (bench/RESULTS.md, "The suite on parallel workers").
+# They run on TEST_WORKERS pytest-xdist workers side by side (3 by default: the tests mostly wait), each
+# with a local cluster of its own (tests/conftest.py says how they are shared out); TEST_WORKERS=1
+# runs them in one process, in pytest's own order.
 # The tests of Helm, Argo's CLI and the real gang schedulers are not part of it: all are built from
 # their Go modules (about 9, 7, 10 and 5 cold minutes on two idle cores, which a cold `make test`
 # cannot afford); `make test-tools` runs them. Of gang scheduling, `make test` runs the operator's
 # PodGroups against the real PodGroup CRD (downloaded in seconds) without the scheduler. Prometheus
 # and promtool (Debian's package, seconds) are, for the alert rules and the dashboard; so is the real kfp SDK (its own venv, under two minutes) for the pipeline example.
-TEST_WORKERS ?= 1
+TEST_WORKERS ?= 3
 PARALLEL := $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder)
 SUITE := -m "(not real or real_ci) and not tools"
 
