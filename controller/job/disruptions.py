@@ -162,10 +162,18 @@ def group_restart(
     return GroupRestart(tuple(taken), restart)
 
 
+def hold_left(pod: Mapping[str, Any], now: datetime) -> timedelta | None:
+    """How long the hold after the pod's latest in-place restart still runs; None when it came
+    `NODE_LOSS_HOLD` ago or more, or never."""
+    last = podstate.last_restart_at(pod)
+    if last is None or now - last >= NODE_LOSS_HOLD:
+        return None
+    return last + NODE_LOSS_HOLD - now
+
+
 def restarted_in_hold(pod: Mapping[str, Any], now: datetime) -> bool:
     """Whether the pod's latest in-place restart came less than `NODE_LOSS_HOLD` ago."""
-    last = podstate.last_restart_at(pod)
-    return last is not None and now - last < NODE_LOSS_HOLD
+    return hold_left(pod, now) is not None
 
 
 def _created_before(pod: Mapping[str, Any], moment: datetime) -> bool:

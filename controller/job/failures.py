@@ -188,10 +188,10 @@ class FailureHandling(PlanDraft):
         back for the count); a group restart for that node takes the pod uncounted meanwhile."""
         if self.spec.get("restartScope") != "All" or not disruptions.is_member(pod):
             return False
-        last = podstate.last_restart_at(pod)
-        if last is None or not disruptions.restarted_in_hold(pod, self.now):
+        left = disruptions.hold_left(pod, self.now)
+        if left is None:
             return False
-        self.out.requeue_in((last + disruptions.NODE_LOSS_HOLD - self.now).total_seconds())
+        self.out.requeue_in(left.total_seconds())
         return True
 
     def role_restarts(self) -> dict[str, int]:
