@@ -1,10 +1,11 @@
 """Fault 7: a slow and failing API, through the fault-injecting proxy (faultproxy.py).
 
 The operator talks to the API server only through the proxy (a ServiceAccount token bound to
-cluster-admin, the proxy's CA). For a while every request — watches included — may be delayed,
-throttled with 429 and a Retry-After, failed with 500, dropped before it reaches the API server, or
-lost after it took effect; open watches are cut now and then. Meanwhile jobs are created, scaled and
-finish. Then the faults stop. The operator must retry with back-off, never send a request again
+cluster-admin, the proxy's CA). Once the operator has created the jobs' first pod, for a while every
+request — watches included — may be delayed, throttled with 429 and a Retry-After, failed with 500,
+dropped before it reaches the API server, or lost after it took effect; open watches are cut now and
+then. Meanwhile the jobs run, are scaled and finish. Then the faults stop (after a set time, and not
+before each kind has happened). The operator must retry with back-off, never send a request again
 sooner than the Retry-After it was given (a few watches are always throttled), never hot-loop,
 never create anything twice nor claim a name conflict that does not exist, and converge.
 """
@@ -105,10 +106,13 @@ def test_operator_backs_off_honours_retry_after_and_converges_through_a_faulty_a
         operator = operators(["--namespace", tfjobs.namespace], kubeconfig=kubeconfig_for(proxy, admin_token, tmp_path))
         jobs = mixed_jobs(rng, scale.proxy_jobs, "p", 4.0, scale.fault_seconds,
                           kinds=("workers", "chief-ps", "scaled", "never", "retry"))
-        proxy.faults = FAULTS
-        started = time.monotonic()
         for job in jobs:
             job.create(tfjobs)
+        # The faults begin once the operator works through the proxy: begun earlier, on a busy machine
+        # its first watches could fail and back off (as client-go's do) past the whole fault window.
+        wait_for(lambda: pod_watch.pods(), 60, "the operator's first pod, created through the proxy")
+        proxy.faults = FAULTS
+        started = time.monotonic()
         scale_at = started + min((j.scale_after for j in jobs if j.scale_to), default=1.0)
         cuts = sorted(started + rng.uniform(0, scale.fault_seconds) for _ in range(max(2, int(scale.fault_seconds / 5))))
         for moment in sorted([scale_at, *cuts]):
@@ -121,7 +125,10 @@ def test_operator_backs_off_honours_retry_after_and_converges_through_a_faulty_a
                 if moment == cuts[0]:  # the first cut: the watches reopened right after it are throttled
                     proxy.throttle_watches(3, WATCH_RETRY_AFTER)
                 proxy.cut()
-        threading.Event().wait(max(0.0, started + scale.fault_seconds - time.monotonic()))  # the end of the faults
+        threading.Event().wait(max(0.0, started + scale.fault_seconds - time.monotonic()))  # the planned end
+        # ... and on until every kind of fault has met a request (the operator's requests come at its pace)
+        wait_for(lambda: set(FAULTS.first) <= {e.fate for e in proxy.log()}, 120,
+                 "every kind of fault to have happened once")
         proxy.faults = None
         calm = time.monotonic()
         until_empty(lambda: unfinished(tfjobs, jobs, job_watch), 90, "every job to reach a terminal state once the faults stopped")
