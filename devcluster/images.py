@@ -433,7 +433,10 @@ def build_argoexec(cache: Path) -> ImageArchive:
     nothing else."""
     run(["bash", str(BUILD_ARGO)])  # builds what is not cached yet (minutes), else returns at once
     binary = argo_dir() / "argoexec"
-    stem = f"argoexec-{cache_key(BUILD_FORMAT, ARGOEXEC_NAME, binary.read_bytes())}"
+    # HOME is /tmp: Argo runs its init and wait containers as a user of its own, and the in-process
+    # kubectl fails on a $HOME/.kube/config it may not even look at ("permission denied").
+    spec = ImageSpec(ARGOEXEC_NAME, entrypoint=("argoexec",), env=tuple({**BASE_ENV, "HOME": "/tmp"}.items()))
+    stem = f"argoexec-{cache_key(BUILD_FORMAT, repr(spec), binary.read_bytes())}"
     if found := cached(cache, stem):
         return found
     started = time.monotonic()
@@ -446,10 +449,8 @@ def build_argoexec(cache: Path) -> ImageArchive:
     (rootfs / "etc" / "nsswitch.conf").write_text("hosts: files dns\n")
     (rootfs / "etc" / "passwd").write_text("root:x:0:0:root:/root:/sbin/nologin\n")
     (rootfs / "etc" / "group").write_text("root:x:0:\n")
-    for folder in ("tmp", "root"):
-        (rootfs / folder).mkdir(mode=0o1777 if folder == "tmp" else 0o700)
+    (rootfs / "tmp").mkdir()
     (rootfs / "tmp").chmod(0o1777)
-    spec = ImageSpec(ARGOEXEC_NAME, entrypoint=("argoexec",), env=tuple({**BASE_ENV, "HOME": "/root"}.items()))
     image = package(rootfs, spec, cache, stem, started)
     shutil.rmtree(rootfs)
     return image
