@@ -49,7 +49,9 @@ VERSIONS = {TENSORFLOW_215_NAME: ("2.15.1", "2.15.0"), TENSORFLOW_NAME: ("2.21.0
 @pytest.fixture
 def profiled_operator(real_cluster: Cluster, operator: Operator) -> Iterator[Operator]:
     """The operator with the example's profiles in place of the session's; the session's afterwards."""
+    started = time.monotonic()
     real_cluster.load_images(build_images(which=("tensorflow-2.15", "pause")).values())
+    record("TensorFlow 2.15 image built or reused, and imported", time.monotonic() - started)
     operator.stop()
     profiled = Operator(str(real_cluster.kubeconfig), "operator-profiles", ["--profiles", str(PROFILES)]).start()
     try:
