@@ -90,6 +90,15 @@ def logs(cluster: Cluster, namespace: str, name: str) -> str:
     return done.stdout
 
 
+def why(kubectl: Kubectl, name: str) -> str:
+    """The job's conditions and its containers' states, for a failure's message."""
+    conditions = [(c["type"], c.get("reason"), c.get("message")) for c in kubectl.job(name)["status"]["conditions"]]
+    containers = {pod["metadata"]["name"]: [(c.get("state"), c.get("lastState"))
+                                            for c in (pod.get("status") or {}).get("containerStatuses") or []]
+                  for pod in kubectl.pods(name)}
+    return f"conditions: {conditions}\ncontainers: {containers}"
+
+
 def printed_env(text: str, slot: str) -> dict[str, str]:
     line = next(line for line in text.splitlines() if line.startswith(f"[{slot}] ENV "))
     return {k: v for k, v in json.loads(line.split(" ENV ", 1)[1]).items() if k.startswith(PROFILE_PREFIXES)}
@@ -108,7 +117,7 @@ def test_one_program_trains_on_tensorflow_2_15_and_2_21_each_with_its_versions_p
 
     for image, name in names.items():
         text = logs(real_cluster, kubectl.namespace, name)
-        assert states[name] == "Succeeded", f"{name} ended {states[name]}:\n{text[-4000:]}"
+        assert states[name] == "Succeeded", f"{name} ended {states[name]}:\n{text[-4000:]}\n{why(kubectl, name)}"
         tensorflow, keras = VERSIONS[image]
         pods = kubectl.pods(name)
         assert len(pods) == 2
