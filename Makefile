@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install binaries kueue test-flakes scheduler-plugins volcano real-node-deps real-binaries images helm argo prometheus test test-real test-real-two-nodes test-tools unit lint run bench chaos soak clean tf-heartbeat
+.PHONY: install binaries kueue test-flakes scheduler-plugins volcano real-node-deps real-binaries images helm argo argo-up prometheus test test-real test-real-two-nodes test-tools unit lint run bench chaos soak clean tf-heartbeat
 
 # Two distributions from this repository: the operator (.) and the user tools it builds on (client/).
 $(VENV)/.installed: setup.cfg pyproject.toml client/setup.cfg
@@ -79,10 +79,11 @@ test-flakes: install binaries kueue real-node-deps real-binaries images promethe
 
 # The Helm chart (lint, template, its drift against the kustomize install, install and upgrade on the
 # local cluster), the Argo example under Argo's own offline lint, and jobs placed by the real
-# Coscheduling and Volcano gang schedulers; and the chart's `helm test` on a real node (hence the
-# real-node set-up and the operator's image).
+# Coscheduling and Volcano gang schedulers; and on a real node (hence the real-node set-up and the
+# images): the chart's `helm test`, the Argo example run by Argo's workflow controller (its executor
+# image), and one Keras program trained on TensorFlow 2.15 and 2.21 through the start-up profiles.
 test-tools: install binaries helm argo scheduler-plugins volcano real-node-deps real-binaries images
-	$(BIN)/python -m devcluster.images build --only operator
+	$(BIN)/python -m devcluster.images build --only operator --only argoexec --only tensorflow-2.15
 	$(BIN)/pytest tests -m tools
 
 helm:
@@ -90,6 +91,11 @@ helm:
 
 argo:
 	nice -n 19 bash hack/build-argo.sh
+
+# Argo's workflow controller on the running devcluster (`tfjob-devcluster up --real-nodes 1 --nodes 0`),
+# its executor image imported into the real node; `tfjob-devcluster down` stops it with the cluster.
+argo-up: install argo
+	$(BIN)/tfjob-devcluster argo
 
 prometheus:
 	bash devcluster/install-prometheus.sh

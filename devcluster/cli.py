@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from .argo import CONTROLLER as ARGO_CONTROLLER
+from .argo import ArgoError, ArgoWorkflows
 from .binaries import MissingBinariesError
 from .cluster import Cluster, ClusterError
 from .components import COMPONENTS, canonical
@@ -59,8 +61,23 @@ def cmd_up(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_argo(args: argparse.Namespace) -> int:
+    from .images import build_images  # the executor image; needs root only for the Debian images
+
+    cluster = Cluster(args.dir)
+    if not cluster.real_nodes:
+        raise ClusterError(f"the cluster in {cluster.dir} has no real node to run workflow pods; "
+                           "start one with `up --real-nodes 1 --nodes 0`")
+    cluster.load_images(build_images(which=("argoexec",)).values())
+    argo = ArgoWorkflows(cluster)
+    argo.start()
+    print(f"Argo's workflow controller runs (log {argo.log_file()}); its CLI: {argo.cli}", file=sys.stderr)
+    return 0
+
+
 def cmd_down(args: argparse.Namespace) -> int:
     cluster = Cluster(args.dir)
+    ArgoWorkflows(cluster).stop()  # a no-op unless `argo` (or a test) started it
     SchedulerPlugins(cluster).stop()  # a no-op unless `up --gang-scheduler` (or a test) started it
     Volcano(cluster).stop()  # likewise
     cluster.down()
@@ -76,7 +93,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         return 1
     print(f"folder     {cluster.dir}\napi        {cluster.api_url}\nkubeconfig {cluster.kubeconfig}")
     # The gang scheduler's processes when `up --gang-scheduler ...` (or a test) started them.
-    for component, s in {**status, **SchedulerPlugins(cluster).status(), **Volcano(cluster).status()}.items():
+    for component, s in {**status, **SchedulerPlugins(cluster).status(), **Volcano(cluster).status(),
+                         **ArgoWorkflows(cluster).status()}.items():
         state = "running" if s["running"] else "STOPPED"
         port = f"127.0.0.1:{s['port']}" if s["port"] else "-"
         print(f"{component:<28} {state:<8} pid {s['pid'] or '-':<8} {port:<16} {s['log']}")
@@ -97,6 +115,8 @@ def cmd_logs(args: argparse.Namespace) -> int:
         print(SchedulerPlugins(cluster).logs(args.component, tail=args.tail), end="")
     elif args.component in VOLCANO_BINARIES:
         print(Volcano(cluster).logs(args.component, tail=args.tail), end="")
+    elif args.component == ARGO_CONTROLLER:
+        print(ArgoWorkflows(cluster).logs(args.component, tail=args.tail), end="")
     else:
         print(cluster.logs(canonical(args.component), tail=args.tail), end="")
     return 0
@@ -170,7 +190,8 @@ def _up_arguments(parser: argparse.ArgumentParser) -> None:
 def _logs_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("component", help="one of " + ", ".join(COMPONENTS) + " (or apiserver, kcm, scheduler); "
                         "with real nodes also containerd-N, kubelet-N, coredns, kube-proxy, kube-router; with "
-                        "--gang-scheduler also " + ", ".join(GANG_BINARIES + VOLCANO_BINARIES))
+                        "--gang-scheduler also " + ", ".join(GANG_BINARIES + VOLCANO_BINARIES) + "; after `argo`, "
+                        + ARGO_CONTROLLER)
     parser.add_argument("--tail", type=int, default=None, help="only the last N lines")
 
 
@@ -189,6 +210,8 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str, Callable[[ar
                       "parent folder, default ~/.cache/tfjob-operator/clusters/multikueue), a Kueue on each",
                       _multikueue_arguments),
     "multikueue-down": (cmd_multikueue_down, "stop the clusters multikueue-up started", _no_arguments),
+    "argo": (cmd_argo, "start Argo's workflow controller on the running cluster (real nodes needed), its "
+             "executor image imported; built on first use", _no_arguments),
     "demo": (cmd_demo, "start the cluster and the operator, run an example job to Succeeded", _demo_arguments),
 }
 
@@ -210,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return function(args)
     except (ClusterError, MissingBinariesError, RealNodeError, HostNetworkError, SchedulerPluginsError, VolcanoError,
-            ValueError) as error:
+            ArgoError, ValueError) as error:
         print(f"tfjob-devcluster {args.command}: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

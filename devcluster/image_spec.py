@@ -23,6 +23,9 @@ from typing import Any
 
 PAUSE_NAME = "registry.k8s.io/pause:3.10"
 TENSORFLOW_NAME = "docker.io/tensorflow/tensorflow:2.21.0"
+# The older TensorFlow the start-up profiles are tried on (Keras 2 as tf.keras; Python 3.11 supported).
+TENSORFLOW_215_NAME = "docker.io/tensorflow/tensorflow:2.15.1"
+ARGOEXEC_NAME = "quay.io/argoproj/argoexec:v4.0.5"  # the Argo executor, what workflow pods run
 OPERATOR_NAME = "docker.io/library/tfjob-operator:0.1.0"
 
 DEBIAN_SUITE = "bookworm"

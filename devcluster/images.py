@@ -2,7 +2,7 @@
 
 Real nodes run a kubelet on containerd, which must find every image locally: the machine has no
 Docker engine and reaches no container registry (only PyPI, the Debian mirror and the Go module
-proxy). So the three images are built here from those sources, each into an OCI image-layout tar
+proxy). So the images are built here from those sources, each into an OCI image-layout tar
 that `ctr -n k8s.io images import` takes as it is:
 
 * pause (`registry.k8s.io/pause:3.10`, containerd's sandbox_image): a static Go binary,
@@ -11,6 +11,10 @@ that `ctr -n k8s.io images import` takes as it is:
   root filesystem from mmdebstrap with tensorflow-cpu in a virtualenv at /opt/venv.
 * operator (`docker.io/library/tfjob-operator:0.1.0`, what manifests/operator/ deploys): what the
   repository's Dockerfile produces, on the same Debian base.
+* tensorflow-2.15 (`docker.io/tensorflow/tensorflow:2.15.1`): the same with tensorflow-cpu 2.15.1
+  (Keras 2 as tf.keras), the second version the start-up profiles are tried on.
+* argoexec (`quay.io/argoproj/argoexec:v4.0.5`): Argo's executor, the static binary that
+  hack/build-argo.sh builds, with CA certificates and /tmp, as Argo's own distroless image has.
 
 Why the operator image is not built from the Dockerfile: there is no Docker engine nor BuildKit,
 the Dockerfile uses BuildKit's heredoc syntax (`COPY <<CONSTRAINTS`), which Debian's buildah 1.28
@@ -52,6 +56,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from devcluster.image_spec import (
+    ARGOEXEC_NAME,
     BASE_ENV,
     BASE_PACKAGES,
     CONFIG_MEDIA_TYPE,
@@ -62,6 +67,7 @@ from devcluster.image_spec import (
     LAYER_MEDIA_TYPE,
     MANIFEST_MEDIA_TYPE,
     PAUSE_NAME,
+    TENSORFLOW_215_NAME,
     TENSORFLOW_NAME,
     DockerfileImage,
     ImageSpec,
@@ -83,9 +89,13 @@ from devcluster.image_spec import (
 REPO_DIR = Path(__file__).resolve().parent.parent
 PAUSE_DIR = Path(__file__).resolve().parent / "images" / "pause"
 DOCKERFILE = REPO_DIR / "Dockerfile"
+BUILD_ARGO = REPO_DIR / "hack" / "build-argo.sh"
 
 TENSORFLOW_REQUIREMENT = "tensorflow-cpu==2.21.0"
-IMAGES = ("pause", "tensorflow", "operator")
+# The older TensorFlow of the start-up profile tests: the last 2.15 (Keras 2 as tf.keras), which
+# supports the base's Python 3.11; pip picks the Keras 2.15 and numpy < 2 it asks for.
+TENSORFLOW_215_REQUIREMENT = "tensorflow-cpu==2.15.1"
+IMAGES = ("pause", "tensorflow", "tensorflow-2.15", "operator", "argoexec")
 
 # Bump to rebuild every image after a change to how they are built.
 BUILD_FORMAT = "2"
@@ -339,20 +349,29 @@ def tidy(rootfs: Path) -> None:
         (rootfs / path).write_text("")
 
 
-def build_tensorflow(cache: Path) -> ImageArchive:
-    stem = f"tensorflow-{cache_key(BUILD_FORMAT, TENSORFLOW_NAME, TENSORFLOW_REQUIREMENT, base_key())}"
+def build_python_image(cache: Path, name: str, requirement: str) -> ImageArchive:
+    """The Debian base with `requirement` installed into a virtualenv on the PATH (a TensorFlow)."""
+    stem = f"tensorflow-{cache_key(BUILD_FORMAT, name, requirement, base_key())}"
     if found := cached(cache, stem):
         return found
     started = time.monotonic()
     rootfs = copy_base(cache, stem)
     in_rootfs(rootfs, "python3", "-m", "venv", VENV)
-    in_rootfs(rootfs, f"{VENV}/bin/pip", "install", "--no-compile", "--progress-bar=off", TENSORFLOW_REQUIREMENT)
+    in_rootfs(rootfs, f"{VENV}/bin/pip", "install", "--no-compile", "--progress-bar=off", requirement)
     tidy(rootfs)
     env = {**BASE_ENV, "PATH": f"{VENV}/bin:{BASE_ENV['PATH']}"}
-    spec = ImageSpec(TENSORFLOW_NAME, cmd=("bash",), env=tuple(env.items()))
+    spec = ImageSpec(name, cmd=("bash",), env=tuple(env.items()))
     image = package(rootfs, spec, cache, stem, started)
     shutil.rmtree(rootfs.parent)
     return image
+
+
+def build_tensorflow(cache: Path) -> ImageArchive:
+    return build_python_image(cache, TENSORFLOW_NAME, TENSORFLOW_REQUIREMENT)
+
+
+def build_tensorflow_215(cache: Path) -> ImageArchive:
+    return build_python_image(cache, TENSORFLOW_215_NAME, TENSORFLOW_215_REQUIREMENT)
 
 
 def operator_key(dockerfile_text: str, wanted: DockerfileImage) -> str:
@@ -401,17 +420,54 @@ def build_operator(cache: Path) -> ImageArchive:
     return image
 
 
-BUILDERS = {"pause": build_pause, "tensorflow": build_tensorflow, "operator": build_operator}
+def argo_dir() -> Path:
+    """Where hack/build-argo.sh keeps (or would keep) Argo's binaries."""
+    done = run(["bash", str(BUILD_ARGO), "dir"], capture_output=True)
+    return Path(done.stdout.strip().splitlines()[-1])
+
+
+def build_argoexec(cache: Path) -> ImageArchive:
+    """Argo's executor image as Argo builds it (the static argoexec on distroless/static): the binary
+    hack/build-argo.sh builds, the host's CA bundle, an nsswitch.conf, /tmp. The executor runs a
+    resource template's kubectl in-process and copies itself into the other steps' pods, so it needs
+    nothing else."""
+    run(["bash", str(BUILD_ARGO)])  # builds what is not cached yet (minutes), else returns at once
+    binary = argo_dir() / "argoexec"
+    # HOME is /tmp: Argo runs its init and wait containers as a user of its own, and the in-process
+    # kubectl fails on a $HOME/.kube/config it may not even look at ("permission denied").
+    spec = ImageSpec(ARGOEXEC_NAME, entrypoint=("argoexec",), env=tuple({**BASE_ENV, "HOME": "/tmp"}.items()))
+    stem = f"argoexec-{cache_key(BUILD_FORMAT, repr(spec), binary.read_bytes())}"
+    if found := cached(cache, stem):
+        return found
+    started = time.monotonic()
+    rootfs = fresh_dir(cache / "work" / stem)
+    (rootfs / "bin").mkdir()
+    shutil.copy2(binary, rootfs / "bin" / "argoexec")
+    certs = rootfs / "etc" / "ssl" / "certs"
+    certs.mkdir(parents=True)
+    shutil.copyfile("/etc/ssl/certs/ca-certificates.crt", certs / "ca-certificates.crt")
+    (rootfs / "etc" / "nsswitch.conf").write_text("hosts: files dns\n")
+    (rootfs / "etc" / "passwd").write_text("root:x:0:0:root:/root:/sbin/nologin\n")
+    (rootfs / "etc" / "group").write_text("root:x:0:\n")
+    (rootfs / "tmp").mkdir()
+    (rootfs / "tmp").chmod(0o1777)
+    image = package(rootfs, spec, cache, stem, started)
+    shutil.rmtree(rootfs)
+    return image
+
+
+BUILDERS = {"pause": build_pause, "tensorflow": build_tensorflow, "tensorflow-2.15": build_tensorflow_215,
+            "operator": build_operator, "argoexec": build_argoexec}
 
 
 def build_images(cache_dir: Path | None = None, which: Iterable[str] = IMAGES) -> dict[str, ImageArchive]:
-    """Build (or take from the cache) the named images: pause, tensorflow, operator."""
+    """Build (or take from the cache) the named images: pause, tensorflow, tensorflow-2.15, operator, argoexec."""
     cache = cache_dir or default_cache_dir()
     names = list(which)
     unknown = sorted(set(names) - set(BUILDERS))
     if unknown:
         raise ValueError(f"unknown images {unknown}; known: {list(BUILDERS)}")
-    if os.geteuid() != 0 and not all(n == "pause" for n in names):
+    if os.geteuid() != 0 and not all(n in ("pause", "argoexec") for n in names):
         raise PermissionError("building the Debian-based images needs root (mmdebstrap, chroot, mount)")
     with locked(cache):
         shutil.rmtree(cache / "work", ignore_errors=True)  # what an interrupted build left

@@ -2,7 +2,9 @@
 # Build Argo Workflows from its Go module into a cache outside the repo: the CLI (`argo`, for
 # `argo lint --offline` on manifests/examples/pipelines/argo-workflow.yaml,
 # tests/unit/test_pipeline_argo_lint.py), and the workflow controller and the executor
-# (`workflow-controller`, `argoexec`), which run the example workflow on a local cluster.
+# (`workflow-controller`, `argoexec`), which run the example workflow on a local cluster, and the
+# module's minimal CRDs (manifests/base/crds/minimal) beside them in crd/, which devcluster/argo.py
+# installs before it starts the controller.
 #
 #   hack/build-argo.sh        build what is not cached; print nothing but progress on stderr
 #   hack/build-argo.sh dir    print the folder the binaries are (or would be) in, build nothing
@@ -26,11 +28,27 @@ if [ "${1:-}" = dir ]; then
   exit 0
 fi
 BINARIES=(argo workflow-controller argoexec)
+pkg=github.com/argoproj/argo-workflows/v4
 missing=()
 for binary in "${BINARIES[@]}"; do
   [ -x "$OUT/$binary" ] || missing+=("$binary")
 done
+# The CRDs the controller needs, as the release's "minimal" set (the full ones exceed the size of an
+# annotation; server-side apply takes either): copied out of the module, which the build downloads.
+copy_crds() {
+  local src
+  src=$(go mod download -json "$pkg@v$ARGO_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+  mkdir -p "$OUT/crd.partial"
+  cp "$src"/manifests/base/crds/minimal/argoproj.io_*.yaml "$OUT/crd.partial/"
+  chmod u+w "$OUT"/crd.partial/*
+  rm -rf "$OUT/crd"
+  mv "$OUT/crd.partial" "$OUT/crd"
+}
 if [ ${#missing[@]} -eq 0 ]; then
+  if [ ! -d "$OUT/crd" ]; then
+    export GOTOOLCHAIN=local GOFLAGS=-mod=mod
+    copy_crds
+  fi
   echo "build-argo: reusing ${BINARIES[*]} in $OUT" >&2
   exit 0
 fi
@@ -42,7 +60,6 @@ fi
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="-mod=mod -trimpath"
 mkdir -p "$OUT"
 start=$SECONDS
-pkg=github.com/argoproj/argo-workflows/v4
 stamps="-s -w -X $pkg.version=v$ARGO_VERSION -X $pkg.gitTag=v$ARGO_VERSION -X $pkg.gitTreeState=clean"
 stamps="$stamps -X $pkg.buildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 # The module as released, copied out of the read-only module cache. Its UI is embedded from
@@ -70,4 +87,5 @@ for binary in "${missing[@]}"; do
   (cd "$work/src" && go build -ldflags "$stamps" -o "$work/$binary" "./cmd/$binary")
   mv "$work/$binary" "$OUT/$binary"
 done
+copy_crds
 echo "build-argo: built ${missing[*]} in $OUT in $((SECONDS - start))s" >&2

@@ -374,6 +374,7 @@ def argo_job(name: str, chief_exit: int, namespace: str) -> dict[str, Any]:
     """The TensorFlowJob of the Argo template, its parameters filled in as Argo would, with a chief
     that exits with `chief_exit` on the simulated nodes."""
     text = argo_template()["resource"]["manifest"].replace("{{workflow.parameters.workers}}", "1")
+    text = text.replace("{{workflow.parameters.code}}", "mnist-code")
     job = yaml.safe_load(text.replace("{{workflow.parameters.image}}", DEVCLUSTER_IMAGE))
     job["metadata"] = {"name": name, "namespace": namespace}
     job["spec"]["chief"]["template"]["metadata"] = {"annotations": {SIM_EXIT_CODE: str(chief_exit),
