@@ -1,4 +1,4 @@
-"""Fixtures for the tests on real nodes: one local cluster per session whose only node is real (a
+"""Fixtures for the tests on real nodes: one local cluster for them whose only node is real (a
 kubelet with containerd, real containers, a pod network, cluster DNS, kube-proxy and a NetworkPolicy
 engine), the TensorFlow image imported into it, the CRD installed and the operator running against it.
 
@@ -54,7 +54,10 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             terminalreporter.write_line(f"{seconds:8.1f}  {what}")
 
 
-@pytest.fixture(scope="session")
+# The real-node cluster and its operator live as long as the tests under tests/real ("package" scope),
+# not as long as the pytest process: on parallel workers (tests/conftest.py keeps those tests together,
+# on one worker) the worker goes on with other tests, and the machine's only real node is free again.
+@pytest.fixture(scope="package")
 def real_cluster() -> Iterator[Cluster]:
     """A cluster with one real node and no fake one, the TensorFlow image loaded, the CRD installed."""
     reuse = os.environ.get("TFJOB_REAL_DEVCLUSTER_DIR")  # a cluster started with `up --real-nodes 1 --nodes 0`
@@ -109,7 +112,7 @@ def prepare(cluster: Cluster) -> None:
         "the CRD to be Established")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def operator(real_cluster: Cluster) -> Iterator[Operator]:
     """The operator, out of cluster (a host process), with NetworkPolicies on as in production."""
     process = Operator(str(real_cluster.kubeconfig), "operator-real").start()
