@@ -71,8 +71,14 @@ class AddonBuild:
         base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
         return base / "tfjob-operator" / f"{self.name}-{read_versions()[f'{self._key}_VERSION']}"
 
+    marker = ".complete"  # what the build script leaves last, once the folder is whole
+
     def complete(self, folder: Path) -> bool:
-        return all(os.access(folder / name, os.X_OK) for name in self.binaries) and (folder / ".complete").is_file()
+        return all(os.access(folder / name, os.X_OK) for name in self.binaries) and (folder / self.marker).exists()
+
+    def build_command(self) -> list[str]:
+        """The command that builds the folder."""
+        return ["bash", str(BUILD_SCRIPT), self.name]
 
     def find(self, build: bool = True) -> Path:
         """The folder (the binaries, CRDs in `crd/`), running the build script when it is incomplete
@@ -80,15 +86,15 @@ class AddonBuild:
         folder = self.folder()
         if self.complete(folder):
             return folder
+        command = self.build_command()
         if build:
             print(f"devcluster: building {self.title} into {folder} (first run: {self.cold_build})", file=sys.stderr)
-            result = subprocess.run(["bash", str(BUILD_SCRIPT), self.name], stdout=sys.stderr, check=False)
+            result = subprocess.run(command, stdout=sys.stderr, check=False)
             if result.returncode == 0 and self.complete(folder):
                 return folder
-            raise self.error(f"`bash {BUILD_SCRIPT} {self.name}` exited {result.returncode} and "
+            raise self.error(f"`{' '.join(command)}` exited {result.returncode} and "
                              f"{folder} is incomplete (needs Go and the Go module proxy)")
-        raise self.error(f"{folder} lacks {' or '.join(self.binaries)} or .complete; "
-                         f"run `bash {BUILD_SCRIPT} {self.name}`")
+        raise self.error(f"{folder} lacks {' or '.join(self.binaries)} or {self.marker}; run `{' '.join(command)}`")
 
 
 @dataclass

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,25 +54,14 @@ class ArgoError(AddonError):
 class ArgoBuild(AddonBuild):
     """Argo's binaries come from hack/build-argo.sh, which pins the version and names the folder."""
 
+    marker = "crd"  # the module's CRDs, copied beside the binaries last
+
     def folder(self) -> Path:
         done = subprocess.run(["bash", str(BUILD_ARGO), "dir"], capture_output=True, text=True, check=True)
         return Path(done.stdout.strip().splitlines()[-1])
 
-    def complete(self, folder: Path) -> bool:
-        return all(os.access(folder / name, os.X_OK) for name in self.binaries) and (folder / "crd").is_dir()
-
-    def find(self, build: bool = True) -> Path:
-        folder = self.folder()
-        if self.complete(folder):
-            return folder
-        if build:
-            print(f"devcluster: building {self.title} into {folder} (first run: {self.cold_build})", file=sys.stderr)
-            result = subprocess.run(["bash", str(BUILD_ARGO)], stdout=sys.stderr, check=False)
-            if result.returncode == 0 and self.complete(folder):
-                return folder
-            raise self.error(f"`bash {BUILD_ARGO}` exited {result.returncode} and {folder} is incomplete "
-                             "(needs Go and the Go module proxy)")
-        raise self.error(f"{folder} lacks {' or '.join(self.binaries)} or crd/; run `bash {BUILD_ARGO}`")
+    def build_command(self) -> list[str]:
+        return ["bash", str(BUILD_ARGO)]
 
 
 BUILD = ArgoBuild(name="argo", title="Argo Workflows", binaries=(CONTROLLER, "argoexec", "argo"),
